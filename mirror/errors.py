@@ -1,0 +1,47 @@
+"""The error kinds the worker tells apart when an attempt ends.
+
+Adapters translate what they meet into one of these, with a message a person can act on
+and no secrets in it. The worker decides the job's fate from the kind alone.
+"""
+
+from __future__ import annotations
+
+
+class MirrorError(Exception):
+    """Base of every error mirror raises on purpose."""
+
+
+class ConfigError(MirrorError):
+    """Bad or missing settings: exit code 2, one line naming the variable."""
+
+
+class PermanentError(MirrorError):
+    """Retrying cannot help (unknown item, rejected key, undecodable media): fail now."""
+
+
+class TransientError(MirrorError):
+    """Might work later (network, 5xx, S3 throttling): back to the queue with backoff."""
+
+
+class AttemptStopped(MirrorError):
+    """The attempt was stopped from outside its own work (see subclasses)."""
+
+
+class JobCancelled(AttemptStopped):
+    """Someone cancelled the job: stop, the row stays `cancelled`."""
+
+
+class LeaseLost(AttemptStopped):
+    """Another attempt owns the job now: stop and touch nothing."""
+
+
+class Stalled(AttemptStopped):
+    """No progress for stall_timeout: abort and retry like a transient error."""
+
+
+class ShutdownRequested(AttemptStopped):
+    """The worker is shutting down: release the job without using an attempt."""
+
+
+class InsufficientSpace(MirrorError):
+    """Not enough free disk for the item: release without using an attempt."""

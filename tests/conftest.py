@@ -1,0 +1,8 @@
+"""Shared fixtures live in tests/fixtures/, one module per real service."""
+
+pytest_plugins = [
+    "tests.fixtures.postgres",
+    "tests.fixtures.media",
+    "tests.fixtures.jellyfin",
+    "tests.fixtures.s3",
+]
