@@ -6,6 +6,7 @@ Stream facts come from Jellyfin itself, so mirror needs no ffprobe.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -44,3 +45,16 @@ class MediaItem:
     @property
     def audio_streams(self) -> tuple[MediaStream, ...]:
         return tuple(s for s in self.streams if s.type == "Audio")
+
+
+_ITEM_ID = re.compile(
+    r"^(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
+)
+
+
+def normalize_item_id(raw: str) -> str:
+    """Jellyfin ids as stored: 32 lowercase hex chars (dashed or upper-case GUIDs accepted)."""
+    candidate = raw.strip().lower()
+    if not _ITEM_ID.match(candidate):
+        raise ValueError(f"not a Jellyfin item id: {raw!r} (expected 32 hex characters)")
+    return candidate.replace("-", "")

@@ -7,10 +7,13 @@ callback and the one that fires the signal, so adapters never touch the database
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+log = logging.getLogger(__name__)
 
 Phase = Literal["download", "transcode", "upload"]
 
@@ -82,8 +85,8 @@ class AbortSignal:
         for hook in hooks:
             try:
                 hook()
-            except Exception:  # noqa: BLE001 - a failing hook must not stop the others
-                pass
+            except Exception:  # a failing hook must not stop the others
+                log.exception("abort hook failed")
 
     def raise_if_set(self) -> None:
         reason = self._reason

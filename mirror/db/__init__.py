@@ -1,0 +1,1 @@
+"""Postgres: the job table models, the repository (every SQL statement), migrations."""

@@ -1,0 +1,45 @@
+"""Engine construction and the one-line answers to 'the database is not usable'."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from mirror.errors import ConfigError, MirrorError
+
+
+class DatabaseUnavailable(MirrorError):
+    """Postgres cannot be reached or refused us; the message says which and where."""
+
+
+def make_engine(url: str, *, pool_size: int = 5) -> Engine:
+    """An engine that survives Postgres restarts: pre-ping replaces dead connections."""
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_recycle=1800,
+        connect_args={"connect_timeout": 10, "application_name": "mirror"},
+    )
+
+
+def describe_database_error(error: DBAPIError) -> str:
+    """First line of the driver's message; psycopg never echoes the password."""
+    original = error.orig if error.orig is not None else error
+    first_line = str(original).strip().splitlines()[0] if str(original).strip() else ""
+    return first_line or type(original).__name__
+
+
+def check_schema(engine: Engine) -> None:
+    """Fail fast with a clear line when Postgres is down or migrations were not applied."""
+    try:
+        with engine.connect() as conn:
+            present = conn.execute(text("SELECT to_regclass('media_mirror.jobs')")).scalar()
+    except OperationalError as error:
+        host = engine.url.render_as_string(hide_password=True)
+        raise DatabaseUnavailable(
+            f"cannot connect to Postgres at {host}: {describe_database_error(error)}"
+        ) from None
+    if present is None:
+        raise ConfigError("the job table does not exist yet: run `mirror db upgrade` first")

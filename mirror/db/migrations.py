@@ -1,0 +1,39 @@
+"""Apply and check alembic migrations from code (`mirror db upgrade`, tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.config import Config
+from sqlalchemy import Engine
+
+from alembic import command
+
+# The migrations live at the top of the source tree (DESIGN's layout), beside the package.
+ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
+
+
+def alembic_config(engine: Engine) -> Config:
+    if not ALEMBIC_INI.exists():
+        raise FileNotFoundError(
+            f"alembic.ini not found at {ALEMBIC_INI}; install mirror from its source tree"
+        )
+    config = Config(str(ALEMBIC_INI))
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision` inside one transaction."""
+    config = alembic_config(engine)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def check(engine: Engine) -> None:
+    """Raise if the models and the migrations disagree (alembic's autogenerate diff)."""
+    config = alembic_config(engine)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.check(config)

@@ -1,0 +1,100 @@
+"""The job table contract as SQLAlchemy models; alembic migrations must match these.
+
+The repository does not use these classes for queries (its SQL is written out, named
+after what it does); they exist so `alembic check` can prove models and migrations agree.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    Uuid,
+    literal_column,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA = "media_mirror"
+STATUSES = ("new", "processing", "done", "failed", "cancelled")
+ACTIVE_STATUSES = ("new", "processing")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(schema=SCHEMA, naming_convention=NAMING_CONVENTION)
+
+
+class Job(Base):
+    """One request to mirror one Jellyfin item; see DESIGN 'The job table'."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, primary_key=True, server_default=text("gen_random_uuid()")
+    )
+    item_id: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(Text, nullable=False, server_default=text("'new'"))
+    priority: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("0"))
+    max_attempts: Mapped[int] = mapped_column(Integer, nullable=False, server_default=text("3"))
+    run_after: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=text("now()")
+    )
+    worker_id: Mapped[str | None] = mapped_column(Text)
+    lease_token: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    taken_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_data: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    video_key: Mapped[str | None] = mapped_column(Text)
+    audio_keys: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=text("now()")
+    )
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=text("now()")
+    )
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        CheckConstraint(
+            "status IN ('new', 'processing', 'done', 'failed', 'cancelled')", name="status"
+        ),
+        CheckConstraint("item_id ~ '^[0-9a-f]{32}$'", name="item_id_hex32"),
+        CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="attempts"),
+        # At most one active job per item: enqueue dedupes against this.
+        Index(
+            "ix_jobs_one_active_per_item",
+            "item_id",
+            unique=True,
+            postgresql_where=text("status IN ('new', 'processing')"),
+        ),
+        # The claim: highest priority first, then oldest run_after, among claimable rows.
+        Index(
+            "ix_jobs_claim",
+            literal_column("priority").desc(),
+            "run_after",
+            postgresql_where=text("status = 'new'"),
+        ),
+        # The stale scan: processing rows by heartbeat age.
+        Index("ix_jobs_stale", "heartbeat_at", postgresql_where=text("status = 'processing'")),
+        # `mirror show ITEM_ID` and the sweep's "already mirrored?" check.
+        Index("ix_jobs_item_created", "item_id", "created_at"),
+    )

@@ -1,0 +1,529 @@
+"""`JobRepository`: every SQL statement on the job table, named after what it does.
+
+Postgres' `now()` is the only clock for job times, so workers on hosts with skewed
+clocks still agree on what is stale. Every statement that changes a claimed job is
+fenced by its `lease_token`: a worker that lost its job can never change it again.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from mirror.item import normalize_item_id
+
+NOTIFY_CHANNEL = "media_mirror_jobs"
+_JOBS = "media_mirror.jobs"
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One row of media_mirror.jobs as plain data."""
+
+    id: uuid.UUID
+    item_id: str
+    status: str
+    priority: int
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    worker_id: str | None
+    lease_token: uuid.UUID | None
+    taken_at: datetime | None
+    heartbeat_at: datetime | None
+    heartbeat_data: dict[str, Any] | None
+    video_key: str | None
+    audio_keys: list[dict[str, Any]] | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-friendly dict (uuids and times as strings) for `--json` output."""
+        data: dict[str, Any] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if isinstance(value, uuid.UUID):
+                value = str(value)
+            elif isinstance(value, datetime):
+                value = value.isoformat()
+            data[name] = value
+        data.pop("lease_token")  # a capability of the running attempt, not for display
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What a claimed attempt holds: the job and its fencing token."""
+
+    job: JobRecord
+    token: uuid.UUID
+
+    @property
+    def job_id(self) -> uuid.UUID:
+        return self.job.id
+
+
+class Fence(enum.Enum):
+    """Outcome of a fenced statement (heartbeat, mark_done, ...)."""
+
+    OK = "ok"
+    CANCELLED = "cancelled"  # the job was cancelled: stop, leave it cancelled
+    LEASE_LOST = "lease_lost"  # another attempt owns the job (or it was reset): touch nothing
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    job: JobRecord
+    created: bool  # False: the item already had an active job, returned as is
+
+
+@dataclass(frozen=True, slots=True)
+class Rescued:
+    """A stale job the reaper handled: back to `new`, or `failed` when attempts ran out."""
+
+    job_id: uuid.UUID
+    item_id: str
+    status: str
+    attempts: int
+    previous_worker: str | None
+
+
+class JobNotFound(LookupError):
+    pass
+
+
+class JobStateError(RuntimeError):
+    """The job is in a status that does not allow the request (e.g. cancel a done job)."""
+
+
+_JOB_COLUMNS = ", ".join(JobRecord.__slots__)
+
+
+def _record(row: Any) -> JobRecord:
+    return JobRecord(**dict(row._mapping))
+
+
+class JobRepository:
+    """The queue's statements; each method is one short transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- enqueue -----------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        item_ids: Iterable[str],
+        *,
+        priority: int = 0,
+        max_attempts: int = 3,
+        skip_mirrored: bool = False,
+    ) -> list[Enqueued]:
+        """One job per item unless it has an active one (returned as is).
+
+        `skip_mirrored` (library sweeps, webhook): items with a `done` job are skipped
+        and not returned. Raises ValueError for a malformed id before inserting anything.
+        """
+        normalized = [normalize_item_id(raw) for raw in item_ids]
+        results: list[Enqueued] = []
+        with self.engine.begin() as conn:
+            for item_id in dict.fromkeys(normalized):
+                result = self._enqueue_one(conn, item_id, priority, max_attempts, skip_mirrored)
+                if result is not None:
+                    results.append(result)
+            if any(r.created for r in results):
+                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+        return results
+
+    def _enqueue_one(
+        self,
+        conn: Connection,
+        item_id: str,
+        priority: int,
+        max_attempts: int,
+        skip_mirrored: bool,
+    ) -> Enqueued | None:
+        mirrored_guard = (
+            f"AND NOT EXISTS (SELECT 1 FROM {_JOBS} WHERE item_id = :item_id AND status = 'done')"
+            if skip_mirrored
+            else ""
+        )
+        # The loop covers the race where the active job finishes between our INSERT
+        # conflicting with it and our SELECT looking for it.
+        for _ in range(5):
+            row = conn.execute(
+                text(
+                    f"""
+                    INSERT INTO {_JOBS} (item_id, priority, max_attempts)
+                    SELECT :item_id, :priority, :max_attempts
+                    WHERE TRUE {mirrored_guard}
+                    ON CONFLICT (item_id) WHERE status IN ('new', 'processing') DO NOTHING
+                    RETURNING {_JOB_COLUMNS}
+                    """
+                ),
+                {"item_id": item_id, "priority": priority, "max_attempts": max_attempts},
+            ).first()
+            if row is not None:
+                return Enqueued(_record(row), created=True)
+            existing = conn.execute(
+                text(
+                    f"SELECT {_JOB_COLUMNS} FROM {_JOBS} "
+                    "WHERE item_id = :item_id AND status IN ('new', 'processing')"
+                ),
+                {"item_id": item_id},
+            ).first()
+            if existing is not None:
+                return Enqueued(_record(existing), created=False)
+            if skip_mirrored:
+                return None
+        raise RuntimeError(f"could not enqueue item {item_id}: its active job keeps changing")
+
+    # -- claim and the running attempt ----------------------------------------------------
+
+    def claim_next(self, worker_id: str) -> Lease | None:
+        """Take the next claimable job in one statement; None when nothing is due."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    f"""
+                    WITH next AS (
+                        SELECT id FROM {_JOBS}
+                        WHERE status = 'new' AND run_after <= now()
+                        ORDER BY priority DESC, run_after
+                        LIMIT 1
+                        FOR UPDATE SKIP LOCKED
+                    )
+                    UPDATE {_JOBS} AS j
+                    SET status = 'processing',
+                        worker_id = :worker_id,
+                        lease_token = gen_random_uuid(),
+                        taken_at = now(),
+                        heartbeat_at = now(),
+                        heartbeat_data = NULL,
+                        attempts = j.attempts + 1,
+                        updated_at = now()
+                    FROM next
+                    WHERE j.id = next.id
+                    RETURNING {", ".join("j." + c for c in JobRecord.__slots__)}
+                    """
+                ),
+                {"worker_id": worker_id},
+            ).first()
+        if row is None:
+            return None
+        job = _record(row)
+        assert job.lease_token is not None
+        return Lease(job=job, token=job.lease_token)
+
+    def heartbeat(
+        self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
+    ) -> Fence:
+        """Record a sign of life (and the latest progress, if given) of the attempt."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS}
+                    SET heartbeat_at = now(),
+                        heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data),
+                        updated_at = now()
+                    WHERE id = :id AND status = 'processing' AND lease_token = :token
+                    """
+                ),
+                {"id": job_id, "token": token, "progress": _json(progress)},
+            ).rowcount
+            return Fence.OK if updated else self._why_fenced(conn, job_id, token)
+
+    def mark_done(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        video_key: str,
+        audio_keys: Sequence[dict[str, Any]],
+        progress: dict[str, Any] | None = None,
+    ) -> Fence:
+        """Finish the attempt: outputs are in S3; record their keys."""
+        return self._finish(
+            job_id,
+            token,
+            """status = 'done', video_key = :video_key, audio_keys = CAST(:audio_keys AS jsonb),
+               error = NULL, finished_at = now(),
+               heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
+            {
+                "video_key": video_key,
+                "audio_keys": json.dumps(list(audio_keys)),
+                "progress": _json(progress),
+            },
+        )
+
+    def mark_failed(self, job_id: uuid.UUID, token: uuid.UUID, error: str) -> Fence:
+        """Fail now: retrying cannot help (unknown item, rejected key, corrupt media)."""
+        return self._finish(
+            job_id,
+            token,
+            "status = 'failed', error = :error, finished_at = now()",
+            {"error": error},
+        )
+
+    def fail_or_retry(
+        self, job_id: uuid.UUID, token: uuid.UUID, error: str, *, backoff_s: float
+    ) -> tuple[Fence, str | None]:
+        """Back to `new` after backoff_s * 2^(attempts-1), or `failed` once attempts are used up.
+
+        Returns the fence and the status the job ended in.
+        """
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS}
+                    SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'new' END,
+                        error = CASE WHEN attempts >= max_attempts
+                            THEN :error || ' (attempts used up: ' || attempts || ' of '
+                                 || max_attempts || ')'
+                            ELSE :error END,
+                        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+                        run_after = now() + make_interval(
+                            secs => :backoff * power(2, GREATEST(attempts - 1, 0))),
+                        worker_id = NULL,
+                        lease_token = NULL,
+                        updated_at = now()
+                    WHERE id = :id AND status = 'processing' AND lease_token = :token
+                    RETURNING status
+                    """
+                ),
+                {"id": job_id, "token": token, "error": error, "backoff": backoff_s},
+            ).first()
+            if row is None:
+                return self._why_fenced(conn, job_id, token), None
+            return Fence.OK, str(row.status)
+
+    def release(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        delay_s: float = 0.0,
+        note: str | None = None,
+    ) -> Fence:
+        """Back to `new` without using an attempt (shutdown, too little disk space)."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS}
+                    SET status = 'new',
+                        attempts = GREATEST(attempts - 1, 0),
+                        run_after = now() + make_interval(secs => :delay),
+                        error = COALESCE(:note, error),
+                        worker_id = NULL,
+                        lease_token = NULL,
+                        updated_at = now()
+                    WHERE id = :id AND status = 'processing' AND lease_token = :token
+                    """
+                ),
+                {"id": job_id, "token": token, "delay": delay_s, "note": note},
+            ).rowcount
+            if updated:
+                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+                return Fence.OK
+            return self._why_fenced(conn, job_id, token)
+
+    def _finish(
+        self, job_id: uuid.UUID, token: uuid.UUID, assignments: str, params: dict[str, Any]
+    ) -> Fence:
+        with self.engine.begin() as conn:
+            updated = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS} SET {assignments}, heartbeat_at = now(), updated_at = now()
+                    WHERE id = :id AND status = 'processing' AND lease_token = :token
+                    """
+                ),
+                {"id": job_id, "token": token, **params},
+            ).rowcount
+            return Fence.OK if updated else self._why_fenced(conn, job_id, token)
+
+    @staticmethod
+    def _why_fenced(conn: Connection, job_id: uuid.UUID, token: uuid.UUID) -> Fence:
+        """After a fenced statement changed nothing: cancelled under us, or lease lost."""
+        row = conn.execute(
+            text(f"SELECT status, lease_token FROM {_JOBS} WHERE id = :id"), {"id": job_id}
+        ).first()
+        if row is not None and row.status == "cancelled" and row.lease_token == token:
+            return Fence.CANCELLED
+        return Fence.LEASE_LOST
+
+    # -- reaper -------------------------------------------------------------------------
+
+    def return_stale_to_new(self, stale_timeout_s: float) -> list[Rescued]:
+        """Jobs whose worker stopped beating go back to `new` (or `failed` when out of attempts).
+
+        One statement with SKIP LOCKED, so many reapers at once each rescue a job once.
+        A rescue counts as an attempt (the claim already counted it): an item that kills
+        its worker every time ends `failed` instead of looping forever.
+        """
+        with self.engine.begin() as conn:
+            rows = conn.execute(
+                text(
+                    f"""
+                    WITH stale AS (
+                        SELECT id, worker_id FROM {_JOBS}
+                        WHERE status = 'processing'
+                          AND heartbeat_at < now() - make_interval(secs => :stale)
+                        FOR UPDATE SKIP LOCKED
+                    )
+                    UPDATE {_JOBS} AS j
+                    SET status = CASE WHEN j.attempts >= j.max_attempts
+                            THEN 'failed' ELSE 'new' END,
+                        error = 'worker ' || COALESCE(stale.worker_id, '?')
+                            || ' stopped sending heartbeats (none for over '
+                            || :stale_text || ')'
+                            || CASE WHEN j.attempts >= j.max_attempts
+                                THEN '; attempts used up (' || j.attempts || ' of '
+                                     || j.max_attempts || ')'
+                                ELSE '; returned to the queue' END,
+                        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
+                        run_after = now(),
+                        worker_id = NULL,
+                        lease_token = NULL,
+                        updated_at = now()
+                    FROM stale
+                    WHERE j.id = stale.id
+                    RETURNING j.id, j.item_id, j.status, j.attempts, stale.worker_id
+                    """
+                ),
+                {"stale": stale_timeout_s, "stale_text": f"{stale_timeout_s:g}s"},
+            ).all()
+            if any(row.status == "new" for row in rows):
+                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+        return [
+            Rescued(
+                job_id=row.id,
+                item_id=row.item_id,
+                status=row.status,
+                attempts=row.attempts,
+                previous_worker=row.worker_id,
+            )
+            for row in rows
+        ]
+
+    # -- people's commands ----------------------------------------------------------------
+
+    def cancel(self, job_id: uuid.UUID) -> JobRecord:
+        """Stop a queued or running job; a running worker notices at its next beat."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS}
+                    SET status = 'cancelled', finished_at = now(), updated_at = now()
+                    WHERE id = :id AND status IN ('new', 'processing')
+                    RETURNING {_JOB_COLUMNS}
+                    """
+                ),
+                {"id": job_id},
+            ).first()
+            if row is not None:
+                return _record(row)
+            current = self._get(conn, job_id)
+            raise JobStateError(f"job {job_id} is already {current.status}; nothing to cancel")
+
+    def retry(self, job_id: uuid.UUID) -> JobRecord:
+        """Queue a failed or cancelled job again with a fresh attempt budget."""
+        with self.engine.begin() as conn:
+            current = self._get(conn, job_id)
+            if current.status not in ("failed", "cancelled"):
+                raise JobStateError(
+                    f"job {job_id} is {current.status}; only failed or cancelled jobs can be "
+                    "retried (use `mirror enqueue` to mirror a done item again)"
+                )
+            active = conn.execute(
+                text(
+                    f"SELECT id FROM {_JOBS} "
+                    "WHERE item_id = :item_id AND status IN ('new', 'processing')"
+                ),
+                {"item_id": current.item_id},
+            ).first()
+            if active is not None:
+                raise JobStateError(f"item {current.item_id} already has an active job {active.id}")
+            row = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS}
+                    SET status = 'new', attempts = 0, run_after = now(), finished_at = NULL,
+                        worker_id = NULL, lease_token = NULL, updated_at = now()
+                    WHERE id = :id AND status IN ('failed', 'cancelled')
+                    RETURNING {_JOB_COLUMNS}
+                    """
+                ),
+                {"id": job_id},
+            ).first()
+            if row is None:
+                raise JobStateError(f"job {job_id} changed while retrying it; try again")
+            conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+            return _record(row)
+
+    def get(self, job_id: uuid.UUID) -> JobRecord:
+        with self.engine.connect() as conn:
+            return self._get(conn, job_id)
+
+    def latest_for_item(self, item_id: str) -> JobRecord:
+        """The newest job of an item (`mirror show ITEM_ID`)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text(
+                    f"SELECT {_JOB_COLUMNS} FROM {_JOBS} WHERE item_id = :item_id "
+                    "ORDER BY created_at DESC LIMIT 1"
+                ),
+                {"item_id": normalize_item_id(item_id)},
+            ).first()
+        if row is None:
+            raise JobNotFound(f"no job for item {item_id}")
+        return _record(row)
+
+    def list(self, *, status: str | None = None, limit: int = 50) -> list[JobRecord]:
+        """Newest first; active jobs before finished ones so `mirror jobs` shows work first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"""
+                    SELECT {_JOB_COLUMNS} FROM {_JOBS}
+                    WHERE (CAST(:status AS text) IS NULL OR status = :status)
+                    ORDER BY (status IN ('new', 'processing')) DESC, created_at DESC
+                    LIMIT :limit
+                    """
+                ),
+                {"status": status, "limit": limit},
+            ).all()
+        return [_record(row) for row in rows]
+
+    def count_by_status(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(f"SELECT status, count(*) AS n FROM {_JOBS} GROUP BY status")
+            ).all()
+        return {row.status: row.n for row in rows}
+
+    @staticmethod
+    def _get(conn: Connection, job_id: uuid.UUID) -> JobRecord:
+        row = conn.execute(
+            text(f"SELECT {_JOB_COLUMNS} FROM {_JOBS} WHERE id = :id"), {"id": job_id}
+        ).first()
+        if row is None:
+            raise JobNotFound(f"no job with id {job_id}")
+        return _record(row)
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value)

@@ -1,0 +1,221 @@
+"""The `Heartbeat` of one running attempt: throttled progress writes, keep-alive, watchdogs.
+
+Every progress callback of the job (download chunks, ffmpeg progress lines, S3 upload
+callbacks) calls the heartbeat with the latest counts. It writes to Postgres at most once
+per `interval` (latest progress wins), and a keep-alive thread beats on the same interval
+so phases without callbacks never look stale. It stops the attempt through the job's
+`AbortSignal` when:
+
+- the row says the job was cancelled, or the lease belongs to someone else now;
+- no progress arrived for `stall_timeout` (a hung ffmpeg or a silent socket);
+- no beat succeeded for `lease_timeout` (e.g. the process was paused or Postgres was
+  unreachable that long): a reaper elsewhere may already have handed the job to another
+  worker, so this attempt must not write anything more.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from sqlalchemy.exc import DBAPIError
+
+from mirror.durations import format_duration
+from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.progress import AbortSignal, Progress
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class BeatStore(Protocol):
+    """The one statement the heartbeat needs; JobRepository satisfies it."""
+
+    def heartbeat(
+        self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
+    ) -> Any:
+        """Returns a Fence (OK, CANCELLED, LEASE_LOST)."""
+        ...
+
+
+class Heartbeat:
+    """Callable progress sink for one attempt; see the module docstring."""
+
+    def __init__(
+        self,
+        store: BeatStore,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        interval: float,
+        stall_timeout: float,
+        lease_timeout: float,
+        abort: AbortSignal | None = None,
+        clock: Clock = time.monotonic,
+        attempt: int | None = None,
+    ) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.token = token
+        self.interval = interval
+        self.stall_timeout = stall_timeout
+        self.lease_timeout = lease_timeout
+        self.abort = abort if abort is not None else AbortSignal()
+        self.clock = clock
+        self.attempt = attempt
+        self.writes = 0  # successful writes, for tests and metrics
+
+        self._lock = threading.Lock()  # guards the fields below and serializes writes
+        now = clock()
+        self._latest: Progress | None = None
+        self._written: Progress | None = None
+        self._last_attempted_write = now - interval  # first call writes at once
+        self._last_success = now
+        self._last_progress_change = now
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the progress callback ------------------------------------------------------------
+
+    def __call__(self, progress: Progress) -> None:
+        """Record progress; write when due; raise if the attempt must stop."""
+        self.abort.raise_if_set()
+        now = self.clock()
+        with self._lock:
+            if progress != self._latest:
+                self._latest = progress
+                self._last_progress_change = now
+        self.beat_if_due(now)
+        self.abort.raise_if_set()
+
+    def beat_if_due(self, now: float | None = None) -> None:
+        """Write if an interval has passed since the last write (or its attempt)."""
+        now = self.clock() if now is None else now
+        # Non-blocking: if another thread is writing right now, this beat is covered.
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if now - self._last_attempted_write < self.interval:
+                return
+            self._write_locked(now)
+        finally:
+            self._lock.release()
+
+    def checkpoint(self) -> None:
+        """Beat now, synchronously, and raise unless this attempt still owns the job.
+
+        Called before side effects another worker could race (the S3 upload), so a
+        worker that was paused past stale_timeout finds out before writing anything.
+        """
+        self.check_watchdogs(self.clock())
+        self.abort.raise_if_set()
+        with self._lock:
+            self._write_locked(self.clock(), raise_db_errors=True)
+        self.abort.raise_if_set()
+
+    def flush(self) -> None:
+        """Write the latest progress now if it was not written yet (end of a phase)."""
+        with self._lock:
+            if self._latest != self._written:
+                self._write_locked(self.clock())
+        self.abort.raise_if_set()
+
+    def latest(self) -> Progress | None:
+        with self._lock:
+            return self._latest
+
+    def progress_json(self) -> dict[str, Any] | None:
+        with self._lock:
+            return self._as_json(self._latest)
+
+    # -- keep-alive -----------------------------------------------------------------------
+
+    def start(self) -> Heartbeat:
+        """Start the keep-alive thread (beats and watchdogs while no callbacks arrive)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._keep_alive, name=f"heartbeat-{self.job_id}", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=max(5.0, self.interval * 2))
+
+    def __enter__(self) -> Heartbeat:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _keep_alive(self) -> None:
+        tick = min(self.interval / 4, 1.0)
+        while not self._stop.wait(tick):
+            if self.abort.is_set():
+                return
+            now = self.clock()
+            self.check_watchdogs(now)
+            if self.abort.is_set():
+                return
+            self.beat_if_due(now)
+
+    def check_watchdogs(self, now: float) -> None:
+        """Fire the abort signal on a stall or an expired local lease (keep-alive calls it)."""
+        with self._lock:
+            since_progress = now - self._last_progress_change
+            since_success = now - self._last_success
+            phase = self._latest.phase if self._latest else "start"
+        if since_success >= self.lease_timeout:
+            self.abort.trigger(
+                LeaseLost(
+                    f"lease lost (no successful heartbeat for {format_duration(since_success)}; "
+                    "another worker may own the job now)"
+                )
+            )
+        elif since_progress >= self.stall_timeout:
+            self.abort.trigger(
+                Stalled(
+                    f"stalled: no progress for {format_duration(since_progress)} in phase {phase}"
+                )
+            )
+
+    # -- the write ------------------------------------------------------------------------
+
+    def _write_locked(self, now: float, *, raise_db_errors: bool = False) -> None:
+        """One heartbeat statement; caller holds the lock."""
+        self._last_attempted_write = now
+        progress = self._latest if self._latest != self._written else None
+        try:
+            fence = self.store.heartbeat(self.job_id, self.token, self._as_json(progress))
+        except DBAPIError as error:
+            # Postgres restarting or a connection killed: keep working and try again next
+            # interval; the lease timeout stops us if it lasts too long.
+            log.warning("heartbeat write failed, will retry: %s", str(error.orig).strip()[:200])
+            if raise_db_errors:
+                raise
+            return
+        value = getattr(fence, "value", fence)
+        if value == "ok":
+            self.writes += 1
+            self._last_success = now
+            if progress is not None:
+                self._written = progress
+        elif value == "cancelled":
+            self.abort.trigger(JobCancelled("job was cancelled"))
+        else:
+            self.abort.trigger(LeaseLost("lease lost: another attempt owns the job now"))
+
+    def _as_json(self, progress: Progress | None) -> dict[str, Any] | None:
+        if progress is None:
+            return None
+        data = progress.to_json()
+        if self.attempt is not None:
+            data["attempt"] = self.attempt
+        return data

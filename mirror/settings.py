@@ -1,0 +1,239 @@
+"""All configuration: `MIRROR_*` environment variables over an optional YAML file.
+
+Validated once at start-up so a bad value stops the process with one line naming the
+variable (exit 2), instead of failing an hour into a job.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from mirror.durations import format_duration, parse_duration, parse_size
+from mirror.errors import ConfigError
+
+ENV_PREFIX = "MIRROR_"
+CONFIG_ENV_VAR = "MIRROR_CONFIG"
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+Size = Annotated[int, BeforeValidator(parse_size)]
+
+X264_PRESETS = (
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+)
+
+# The YAML file's values for the settings being built; a context variable so the source
+# below can see them without a global that leaks between loads.
+_yaml_values: ContextVar[dict[str, Any] | None] = ContextVar("_yaml_values", default=None)
+
+
+def env_var(field_name: str) -> str:
+    """The environment variable of a setting: `stale_timeout` -> `MIRROR_STALE_TIMEOUT`."""
+    return ENV_PREFIX + field_name.upper()
+
+
+class _YamlValues(PydanticBaseSettingsSource):
+    """Lowest-priority source: the YAML file's values (the environment wins)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return (_yaml_values.get() or {}).get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_yaml_values.get() or {})
+
+
+class Settings(BaseSettings):
+    """Every setting of DESIGN's table; durations in seconds, sizes in bytes."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", case_sensitive=False, frozen=True
+    )
+
+    database_url: str | None = None
+    poll_interval: Duration = 2.0
+    stale_timeout: Duration = 30 * 60.0
+    heartbeat_interval: Duration = 10.0
+    stall_timeout: Duration = 10 * 60.0
+    reap_interval: Duration | None = None
+    shutdown_grace: Duration = 30.0
+    max_attempts: int = Field(default=3, ge=1)
+    concurrency: int = Field(default=1, ge=1, le=64)
+    retry_backoff: Duration = 30.0
+    work_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "mirror")
+    free_space_reserve: Size = 0
+    ffmpeg_path: str | None = None
+
+    jellyfin_url: str | None = None
+    jellyfin_api_key: SecretStr | None = None
+
+    s3_bucket: str | None = None
+    s3_prefix: str = ""
+    s3_region: str = "us-east-1"
+    s3_endpoint_url: str | None = None
+    s3_access_key_id: SecretStr | None = None
+    s3_secret_access_key: SecretStr | None = None
+    s3_part_size: Size = 64 * 1024 * 1024
+
+    video_codec: Literal["auto", "libx264", "copy"] = "auto"
+    audio_codec: Literal["auto", "aac", "copy"] = "auto"
+    x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
+    x264_crf: int = Field(default=23, ge=0, le=51)
+    audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
+
+    webhook_secret: SecretStr | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlValues(settings_cls))
+
+    @field_validator("database_url")
+    @classmethod
+    def _psycopg_driver(cls, url: str | None) -> str | None:
+        """Accept plain `postgresql://` (and `postgres://`) URLs; we always use psycopg 3."""
+        if url is None or not url.strip():
+            return None
+        url = url.strip()
+        for plain in ("postgresql://", "postgres://"):
+            if url.startswith(plain):
+                return "postgresql+psycopg://" + url[len(plain) :]
+        if not url.startswith("postgresql+psycopg://"):
+            raise ValueError("must be a postgresql:// or postgresql+psycopg:// URL")
+        return url
+
+    @field_validator("jellyfin_url", "s3_endpoint_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        url = url.strip().rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {url!r}")
+        return url
+
+    @field_validator("s3_prefix")
+    @classmethod
+    def _strip_slashes(cls, prefix: str) -> str:
+        return prefix.strip().strip("/")
+
+    @property
+    def effective_reap_interval(self) -> float:
+        """How often each worker runs the stale reaper: min(stale/3, 60s) unless set."""
+        if self.reap_interval is not None:
+            return self.reap_interval
+        return min(self.stale_timeout / 3, 60.0)
+
+    def check_timeouts(self) -> None:
+        """The rule between timeouts: a live job must beat several times per stale window."""
+        if self.heartbeat_interval > self.stale_timeout / 3:
+            raise ConfigError(
+                f"{env_var('heartbeat_interval')}={format_duration(self.heartbeat_interval)} "
+                f"must be at most a third of {env_var('stale_timeout')}="
+                f"{format_duration(self.stale_timeout)}, or live jobs could look stale"
+            )
+        if self.stall_timeout < self.heartbeat_interval:
+            raise ConfigError(
+                f"{env_var('stall_timeout')}={format_duration(self.stall_timeout)} must be at "
+                f"least {env_var('heartbeat_interval')}={format_duration(self.heartbeat_interval)}"
+            )
+
+    def require(self, *field_names: str) -> None:
+        """Fail with one line naming the first missing variable a command needs."""
+        for name in field_names:
+            value = getattr(self, name)
+            if value is None or value == "":
+                raise ConfigError(f"{env_var(name)} is not set (needed by this command)")
+
+    @property
+    def database_url_required(self) -> str:
+        self.require("database_url")
+        assert self.database_url is not None
+        return self.database_url
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    """The YAML file's settings, keys as field names; unknown keys are errors."""
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, yaml.YAMLError) as error:
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ConfigError(f"config file {path} cannot be read: {first_line}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path} must be a mapping of setting: value")
+    known = set(Settings.model_fields)
+    values: dict[str, Any] = {}
+    for raw_key, value in loaded.items():
+        key = str(raw_key).lower()
+        key = key.removeprefix(ENV_PREFIX.lower())
+        if key not in known:
+            hint = difflib.get_close_matches(key, sorted(known), n=1)
+            suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise ConfigError(f"config file {path}: unknown setting {raw_key!r}{suggestion}")
+        values[key] = value
+    return values
+
+
+def _describe(error: ValidationError, yaml_keys: set[str]) -> str:
+    """One line naming the variable (or YAML key) of the first validation error."""
+    first = error.errors()[0]
+    loc = first.get("loc") or ()
+    field = str(loc[0]) if loc else ""
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    if field in Settings.model_fields:
+        where = env_var(field)
+        if field in yaml_keys and env_var(field) not in os.environ:
+            where = f"{field} (config file)"
+        raw = first.get("input")
+        secret = "secret" in field or "api_key" in field or "access_key" in field
+        shown = "" if secret or repr(raw) in message else f" (got {raw!r})"
+        if first.get("type") == "missing":
+            return f"{where} is required"
+        return f"{where}: {message}{shown}"
+    if first.get("type") == "extra_forbidden":
+        return f"unknown setting {field!r}"
+    return message
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build and check the settings: overrides > environment > YAML file > defaults."""
+    path = config_file
+    if path is None and os.environ.get(CONFIG_ENV_VAR):
+        path = Path(os.environ[CONFIG_ENV_VAR])
+    yaml_values = _read_yaml(path) if path is not None else {}
+    token = _yaml_values.set(yaml_values)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as error:
+        raise ConfigError(_describe(error, set(yaml_values))) from None
+    finally:
+        _yaml_values.reset(token)
+    settings.check_timeouts()
+    return settings

@@ -1,0 +1,53 @@
+"""In-memory fakes of narrow interfaces, for unit tests that need no services.
+
+tests/integration/test_fake_conformance.py runs the same scenario on each fake and on the
+real adapter, so a fake cannot drift from what it stands in for.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+from mirror.db.repository import Fence
+
+
+class InMemoryBeatStore:
+    """A `BeatStore` holding one job's fencing state in memory.
+
+    `fail_with` makes writes raise (e.g. a DBAPIError) to simulate Postgres being away.
+    """
+
+    def __init__(self, job_id: uuid.UUID, token: uuid.UUID) -> None:
+        self.job_id = job_id
+        self.token: uuid.UUID | None = token
+        self.status = "processing"
+        self.progress: dict[str, Any] | None = None
+        self.writes = 0
+        self.fail_with: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def heartbeat(
+        self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
+    ) -> Fence:
+        with self._lock:
+            if self.fail_with is not None:
+                raise self.fail_with
+            if job_id == self.job_id and self.status == "processing" and token == self.token:
+                self.writes += 1
+                if progress is not None:
+                    self.progress = progress
+                return Fence.OK
+            if self.status == "cancelled" and token == self.token:
+                return Fence.CANCELLED
+            return Fence.LEASE_LOST
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.status = "cancelled"
+
+    def take_over(self) -> None:
+        """Another attempt claims the job: the old token no longer works."""
+        with self._lock:
+            self.token = uuid.uuid4()

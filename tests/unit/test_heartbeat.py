@@ -1,0 +1,192 @@
+"""Heartbeat throttling, fencing reactions and watchdogs, on an injected clock."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.heartbeat import Heartbeat
+from mirror.progress import AbortSignal, Progress
+from mirror.testing.fakes import InMemoryBeatStore
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_heartbeat(
+    clock: FakeClock, *, interval: float = 10, stall: float = 600, lease: float = 1800
+) -> tuple[Heartbeat, InMemoryBeatStore]:
+    job_id, token = uuid.uuid4(), uuid.uuid4()
+    store = InMemoryBeatStore(job_id, token)
+    heartbeat = Heartbeat(
+        store,
+        job_id,
+        token,
+        interval=interval,
+        stall_timeout=stall,
+        lease_timeout=lease,
+        clock=clock,
+        attempt=1,
+    )
+    return heartbeat, store
+
+
+def test_100k_calls_in_60_simulated_seconds_write_at_most_7_times() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock, interval=10)
+    start = clock.now
+    calls = 100_000
+    for i in range(calls):
+        clock.now = start + 60.0 * i / calls
+        heartbeat(Progress(phase="download", bytes_done=i * 1000, bytes_total=calls * 1000))
+    heartbeat.flush()
+    assert store.writes <= 7
+    assert store.writes >= 6  # one per interval really happened
+    assert store.progress is not None
+    assert store.progress["bytes_done"] == (calls - 1) * 1000
+    assert store.progress["phase"] == "download"
+    assert store.progress["attempt"] == 1
+
+
+def test_first_progress_is_written_at_once_then_throttled() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock, interval=10)
+    heartbeat(Progress(phase="transcode", frames_done=1, frames_total=100))
+    assert store.writes == 1
+    clock.now += 9.9
+    heartbeat(Progress(phase="transcode", frames_done=50, frames_total=100))
+    assert store.writes == 1
+    clock.now += 0.1
+    heartbeat(Progress(phase="transcode", frames_done=51, frames_total=100))
+    assert store.writes == 2
+    assert store.progress == {
+        "phase": "transcode",
+        "frames_done": 51,
+        "frames_total": 100,
+        "percent": 51.0,
+        "attempt": 1,
+    }
+
+
+def test_cancelled_row_raises_in_the_job_thread_and_fires_abort_hooks() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock)
+    killed: list[str] = []
+    heartbeat.abort.on_abort(lambda: killed.append("ffmpeg"))
+    heartbeat(Progress(phase="transcode", frames_done=1))
+    store.cancel()
+    clock.now += 10
+    with pytest.raises(JobCancelled):
+        heartbeat(Progress(phase="transcode", frames_done=2))
+    assert killed == ["ffmpeg"]
+    with pytest.raises(JobCancelled):  # and keeps raising
+        heartbeat(Progress(phase="transcode", frames_done=3))
+
+
+def test_lost_lease_raises_lease_lost() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock)
+    heartbeat(Progress(phase="upload", bytes_done=1))
+    store.take_over()
+    clock.now += 10
+    with pytest.raises(LeaseLost):
+        heartbeat(Progress(phase="upload", bytes_done=2))
+
+
+def test_checkpoint_detects_a_takeover_without_waiting_for_the_interval() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock)
+    heartbeat(Progress(phase="transcode", frames_done=1))
+    heartbeat.checkpoint()  # still ours
+    store.take_over()
+    with pytest.raises(LeaseLost):
+        heartbeat.checkpoint()
+
+
+def test_no_progress_for_stall_timeout_trips_the_stall_watchdog() -> None:
+    clock = FakeClock()
+    heartbeat, _ = make_heartbeat(clock, interval=10, stall=60)
+    same = Progress(phase="download", bytes_done=500, bytes_total=1000)
+    heartbeat(same)
+    for _ in range(5):
+        clock.now += 10
+        heartbeat(same)  # beats keep coming, progress does not move
+        heartbeat.check_watchdogs(clock.now)
+    assert not heartbeat.abort.is_set()
+    clock.now += 10
+    heartbeat.check_watchdogs(clock.now)
+    assert isinstance(heartbeat.abort.reason, Stalled)
+    assert "download" in str(heartbeat.abort.reason)
+    with pytest.raises(Stalled):
+        heartbeat(same)
+
+
+def test_moving_progress_never_trips_the_stall_watchdog() -> None:
+    clock = FakeClock()
+    heartbeat, _ = make_heartbeat(clock, interval=10, stall=60)
+    for i in range(100):
+        clock.now += 5
+        heartbeat(Progress(phase="download", bytes_done=i))
+        heartbeat.check_watchdogs(clock.now)
+    assert not heartbeat.abort.is_set()
+
+
+def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock, interval=10, lease=60)
+    heartbeat(Progress(phase="download", bytes_done=1))
+    store.fail_with = OperationalError("UPDATE", {}, Exception("server closed the connection"))
+    for i in range(5):
+        clock.now += 10
+        heartbeat(Progress(phase="download", bytes_done=2 + i))  # no raise: retried later
+        heartbeat.check_watchdogs(clock.now)
+    assert not heartbeat.abort.is_set()
+    store.fail_with = None
+    clock.now += 10
+    heartbeat(Progress(phase="download", bytes_done=10))  # Postgres is back in time
+    assert store.progress is not None and store.progress["bytes_done"] == 10
+    store.fail_with = OperationalError("UPDATE", {}, Exception("gone again"))
+    clock.now += 61
+    heartbeat.check_watchdogs(clock.now)
+    assert isinstance(heartbeat.abort.reason, LeaseLost)
+
+
+def test_failed_writes_are_throttled_too() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock, interval=10)
+    attempts = 0
+
+    class CountingError(OperationalError):
+        pass
+
+    original = store.heartbeat
+
+    def failing(*args: object) -> object:
+        nonlocal attempts
+        attempts += 1
+        raise CountingError("UPDATE", {}, Exception("down"))
+
+    store.heartbeat = failing  # type: ignore[method-assign]
+    for i in range(10_000):
+        clock.now += 0.001
+        heartbeat(Progress(phase="download", bytes_done=i))
+    assert attempts == 1  # not one reconnect attempt per callback
+    store.heartbeat = original  # type: ignore[method-assign]
+
+
+def test_abort_signal_runs_late_hooks_at_once_and_keeps_first_reason() -> None:
+    signal = AbortSignal()
+    signal.trigger(JobCancelled("first"))
+    signal.trigger(LeaseLost("second"))
+    ran: list[int] = []
+    signal.on_abort(lambda: ran.append(1))
+    assert ran == [1]
+    assert str(signal.reason) == "first"
