@@ -153,9 +153,7 @@ def test_old_lease_changes_nothing_after_a_stale_rescue_and_new_claim(
     snapshot = repo.get(old.job_id)
 
     assert repo.heartbeat(old.job_id, old.token, {"phase": "upload"}) is Fence.LEASE_LOST
-    assert repo.mark_done(old.job_id, old.token, video_key="x", audio_keys=[]) is (
-        Fence.LEASE_LOST
-    )
+    assert repo.mark_done(old.job_id, old.token, video_key="x", audio_keys=[]) is (Fence.LEASE_LOST)
     assert repo.mark_failed(old.job_id, old.token, "boom") is Fence.LEASE_LOST
     assert repo.release(old.job_id, old.token) is Fence.LEASE_LOST
     assert repo.fail_or_retry(old.job_id, old.token, "x", backoff_s=1) == (Fence.LEASE_LOST, None)

@@ -124,8 +124,7 @@ def test_eight_processes_claim_each_of_2000_jobs_exactly_once(
         start = manager.Event()
         with context.Pool(8) as pool:
             pending = [
-                pool.apply_async(_claim_all, (database_url, f"worker-{n}", start))
-                for n in range(8)
+                pool.apply_async(_claim_all, (database_url, f"worker-{n}", start)) for n in range(8)
             ]
             time.sleep(0.5)
             start.set()

@@ -22,8 +22,17 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("500ms", 0.5), ("10s", 10), ("30m", 1800), ("1h", 3600), ("2d", 172800), ("45", 45),
-     ("1.5s", 1.5), (" 10 S ", 10), (7, 7.0)],
+    [
+        ("500ms", 0.5),
+        ("10s", 10),
+        ("30m", 1800),
+        ("1h", 3600),
+        ("2d", 172800),
+        ("45", 45),
+        ("1.5s", 1.5),
+        (" 10 S ", 10),
+        (7, 7.0),
+    ],
 )
 def test_durations_accept_human_forms(text: object, seconds: float) -> None:
     assert parse_duration(text) == seconds
@@ -64,8 +73,11 @@ def test_defaults_match_design() -> None:
 
 
 ALL_VARIABLES = {
-    "MIRROR_DATABASE_URL": ("postgresql://u@db/mirror", "database_url",
-                            "postgresql+psycopg://u@db/mirror"),
+    "MIRROR_DATABASE_URL": (
+        "postgresql://u@db/mirror",
+        "database_url",
+        "postgresql+psycopg://u@db/mirror",
+    ),
     "MIRROR_POLL_INTERVAL": ("500ms", "poll_interval", 0.5),
     "MIRROR_STALE_TIMEOUT": ("1h", "stale_timeout", 3600.0),
     "MIRROR_HEARTBEAT_INTERVAL": ("20s", "heartbeat_interval", 20.0),

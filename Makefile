@@ -1,0 +1,35 @@
+# One command per task. `make install` sets up .venv from this project's own files.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: install test test-fast lint typecheck fmt check demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+
+test: install
+	$(BIN)/pytest -q
+
+test-fast: install  ## unit tests only: no services
+	$(BIN)/pytest -q tests/unit
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck:
+	$(BIN)/mypy
+
+fmt:
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

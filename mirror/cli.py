@@ -1,0 +1,220 @@
+"""The `mirror` command: queue management for people, and the worker.
+
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration. Errors are one line
+on stderr; a user mistake never prints a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from mirror import app as composition
+from mirror.db.engine import DatabaseUnavailable, describe_database_error
+from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
+from mirror.errors import ConfigError, MirrorError
+from mirror.item import normalize_item_id
+from mirror.jobs_view import job_details, jobs_table
+from mirror.settings import Settings, load_settings
+
+app = typer.Typer(
+    name="mirror",
+    help="Mirror Jellyfin library items to S3: one video file plus one audio file per track.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+# Piped output (scripts, CI logs) gets a wide table instead of an 80-column squeeze.
+stdout = Console(width=None if sys.stdout.isatty() else 160)
+STATUSES = ("new", "processing", "done", "failed", "cancelled")
+
+
+class UsageProblem(MirrorError):
+    """A mistake in the command line itself: exit 2."""
+
+
+class _State:
+    config: Path | None = None
+    settings: Settings | None = None
+
+
+state = _State()
+
+
+@app.callback()
+def _global_options(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            envvar="MIRROR_CONFIG",
+            help="YAML file with settings (environment variables win over it).",
+            show_envvar=True,
+        ),
+    ] = None,
+) -> None:
+    state.config = config
+    state.settings = None
+
+
+def settings() -> Settings:
+    if state.settings is None:
+        state.settings = load_settings(state.config)
+    return state.settings
+
+
+def repository() -> JobRepository:
+    return composition.job_repository(settings())
+
+
+def _job_id(raw: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise UsageProblem(f"not a job id: {raw!r} (expected a UUID)") from None
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Create or update the job table (schema media_mirror) to the latest migration."""
+    from mirror.db import migrations
+
+    engine = composition.database_engine(settings(), check=False)
+    try:
+        migrations.upgrade(engine)
+    finally:
+        engine.dispose()
+    typer.echo("database schema is up to date")
+
+
+@app.command()
+def enqueue(
+    item_ids: Annotated[
+        list[str] | None, typer.Argument(help="Jellyfin item ids (32 hex, dashes allowed).")
+    ] = None,
+    priority: Annotated[int, typer.Option(help="Higher runs first.")] = 0,
+) -> None:
+    """Queue items for mirroring; prints one line per item: job id and new/already queued."""
+    if not item_ids:
+        raise UsageProblem("give at least one ITEM_ID")
+    for raw in item_ids:
+        try:
+            normalize_item_id(raw)
+        except ValueError as error:
+            raise UsageProblem(str(error)) from None
+    repo = repository()
+    for result in repo.enqueue(item_ids, priority=priority, max_attempts=settings().max_attempts):
+        verdict = "new" if result.created else f"already queued ({result.job.status})"
+        typer.echo(f"{result.job.id}  {result.job.item_id}  {verdict}")
+
+
+@app.command()
+def jobs(
+    status: Annotated[
+        str | None,
+        typer.Option(help="Only jobs with this status: " + ", ".join(STATUSES) + "."),
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List jobs (active first, newest first) with phase, percent, speed and heartbeat age."""
+    if status is not None and status not in STATUSES:
+        raise UsageProblem(f"unknown status {status!r}; use one of: {', '.join(STATUSES)}")
+    records = repository().list(status=status, limit=limit)
+    if as_json:
+        _print_json([record.to_json() for record in records])
+    else:
+        stdout.print(jobs_table(records))
+
+
+@app.command()
+def show(
+    job_or_item: Annotated[str, typer.Argument(metavar="JOB_ID|ITEM_ID")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Everything about one job (for an item id: its newest job)."""
+    record = _find(repository(), job_or_item)
+    if as_json:
+        _print_json(record.to_json())
+    else:
+        stdout.print(job_details(record))
+
+
+@app.command()
+def cancel(job_id: Annotated[str, typer.Argument(metavar="JOB_ID")]) -> None:
+    """Cancel a queued or running job; a running worker stops at its next heartbeat."""
+    record = repository().cancel(_job_id(job_id))
+    typer.echo(f"{record.id}  cancelled")
+
+
+@app.command()
+def retry(job_id: Annotated[str, typer.Argument(metavar="JOB_ID")]) -> None:
+    """Queue a failed or cancelled job again, with a fresh attempt budget."""
+    record = repository().retry(_job_id(job_id))
+    typer.echo(f"{record.id}  queued again")
+
+
+@app.command()
+def reap() -> None:
+    """Return jobs of dead workers (no heartbeat for MIRROR_STALE_TIMEOUT) to the queue once."""
+    rescued = repository().return_stale_to_new(settings().stale_timeout)
+    for job in rescued:
+        typer.echo(f"{job.job_id}  {job.item_id}  -> {job.status} (was {job.previous_worker})")
+    typer.echo(f"{len(rescued)} stale job(s) handled")
+
+
+def _find(repo: JobRepository, job_or_item: str) -> JobRecord:
+    """A job by id, else the newest job of an item (a plain item id also parses as a UUID)."""
+    try:
+        return repo.get(uuid.UUID(job_or_item))
+    except (ValueError, JobNotFound):
+        pass
+    try:
+        normalize_item_id(job_or_item)
+    except ValueError:
+        raise UsageProblem(
+            f"not a job id or item id: {job_or_item!r} (expected a UUID or 32 hex characters)"
+        ) from None
+    try:
+        return repo.latest_for_item(job_or_item)
+    except JobNotFound:
+        raise JobNotFound(f"no job with id or item id {job_or_item}") from None
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stderr.write(f"mirror: {message}\n")
+    sys.stderr.flush()
+    raise SystemExit(code)
+
+
+def main() -> None:
+    """Entry point: run the app and turn known errors into one line and an exit code."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        app()  # standalone: usage errors print typer's message and exit 2 by themselves
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except (ConfigError, UsageProblem) as error:
+        _fail(str(error), 2)
+    except (JobNotFound, JobStateError, DatabaseUnavailable, MirrorError) as error:
+        _fail(str(error), 1)
+    except DBAPIError as error:
+        _fail(f"database error: {describe_database_error(error)}", 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""How jobs look to people: the `mirror jobs` table and the `mirror show` details."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from mirror.db.repository import JobRecord
+from mirror.durations import format_bytes, format_duration
+
+STATUS_STYLES = {
+    "new": "cyan",
+    "processing": "yellow",
+    "done": "green",
+    "failed": "red",
+    "cancelled": "magenta",
+}
+
+
+def heartbeat_age(record: JobRecord, now: datetime | None = None) -> str:
+    """Age of the last sign of life, only meaningful while processing."""
+    if record.status != "processing" or record.heartbeat_at is None:
+        return ""
+    now = now or datetime.now(UTC)
+    return format_duration(max(0.0, (now - record.heartbeat_at).total_seconds()) or 0.001)
+
+
+def progress_summary(data: dict[str, Any] | None) -> tuple[str, str, str]:
+    """(phase, percent, counts) from heartbeat_data, blank where unknown."""
+    if not data:
+        return "", "", ""
+    percent = data.get("percent")
+    counts = ""
+    if data.get("frames_done") is not None:
+        total = data.get("frames_total")
+        counts = f"{data['frames_done']}/{total} frames" if total else f"{data['frames_done']} fr"
+    elif data.get("bytes_done") is not None:
+        total = data.get("bytes_total")
+        done = format_bytes(data["bytes_done"])
+        counts = f"{done}/{format_bytes(total)}" if total else done
+    return (
+        str(data.get("phase", "")),
+        f"{percent:.1f}%" if isinstance(percent, int | float) else "",
+        counts,
+    )
+
+
+def jobs_table(records: list[JobRecord], now: datetime | None = None) -> Table:
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("job", "item", "status", "phase", "%", "progress", "speed", "beat", "tries"):
+        table.add_column(column, no_wrap=column in ("job", "item"))
+    table.add_column("error", overflow="fold", max_width=60)
+    for record in records:
+        phase, percent, counts = progress_summary(record.heartbeat_data)
+        speed = str((record.heartbeat_data or {}).get("speed", ""))
+        table.add_row(
+            str(record.id)[:8],
+            record.item_id,
+            Text(record.status, style=STATUS_STYLES.get(record.status, "")),
+            phase,
+            percent,
+            counts,
+            speed,
+            heartbeat_age(record, now),
+            f"{record.attempts}/{record.max_attempts}",
+            record.error or "",
+        )
+    if not records:
+        table.caption = "no jobs"
+    return table
+
+
+def job_details(record: JobRecord, now: datetime | None = None) -> Group:
+    phase, percent, counts = progress_summary(record.heartbeat_data)
+    rows: list[tuple[str, str]] = [
+        ("job", str(record.id)),
+        ("item", record.item_id),
+        ("status", record.status),
+        ("priority", str(record.priority)),
+        ("attempts", f"{record.attempts} of {record.max_attempts}"),
+        ("created", record.created_at.isoformat()),
+        ("run after", record.run_after.isoformat()),
+    ]
+    if record.worker_id:
+        rows.append(("worker", record.worker_id))
+    if record.taken_at:
+        rows.append(("taken", record.taken_at.isoformat()))
+    if record.heartbeat_at:
+        age = heartbeat_age(record, now)
+        rows.append(
+            ("heartbeat", record.heartbeat_at.isoformat() + (f" ({age} ago)" if age else ""))
+        )
+    if phase:
+        rows.append(("progress", " ".join(part for part in (phase, percent, counts) if part)))
+    if record.finished_at:
+        rows.append(("finished", record.finished_at.isoformat()))
+    if record.video_key:
+        rows.append(("video", record.video_key))
+    for audio in record.audio_keys or []:
+        label = ", ".join(
+            str(audio[k]) for k in ("language", "title", "codec") if audio.get(k) is not None
+        )
+        rows.append(("audio", f"{audio.get('key')} ({label})" if label else str(audio.get("key"))))
+    if record.error:
+        rows.append(("error", record.error))
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for name, value in rows:
+        table.add_row(name, Text(value, style=STATUS_STYLES.get(value, "")))
+    return Group(table)
