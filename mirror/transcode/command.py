@@ -1,0 +1,76 @@
+"""The ffmpeg command line for a plan: one input, every output, one run.
+
+One run decodes the source once however many tracks it has. The global options make
+ffmpeg scriptable: no stdin, machine-readable progress on stdout, and only errors on
+stderr (which then carries the reason when the run fails).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ffmpeg
+
+from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+
+GLOBAL_OPTIONS: tuple[str, ...] = (
+    "-nostdin",
+    "-hide_banner",
+    "-nostats",
+    "-loglevel",
+    "error",
+    "-progress",
+    "pipe:1",
+    "-y",
+)
+
+# Options every output shares: no chapters, no global or per-stream metadata copied
+# from the source (titles of other tracks, encoder tags), MP4 index up front so
+# players can start before the whole file is fetched.
+_COMMON_OUTPUT_OPTIONS: dict[str, Any] = {
+    "format": "mp4",
+    "map_chapters": "-1",
+    "map_metadata": "-1",
+    "movflags": "+faststart",
+    # Sparse or late-starting streams otherwise fail with "Too many packets buffered".
+    "max_muxing_queue_size": "4096",
+}
+
+
+def build_command(plan: TranscodePlan, ffmpeg_path: str) -> list[str]:
+    """The full argv (ffmpeg first) that writes every output of `plan` in one run."""
+    source = ffmpeg.input(file_argument(plan.source))
+    outputs = [_video_output(source, plan.video)]
+    outputs += [_audio_output(source, track) for track in plan.audio]
+    graph = ffmpeg.merge_outputs(*outputs)
+    command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS])
+    return command
+
+
+def _video_output(source: Any, video: VideoOutput) -> Any:
+    # `source["3"]` makes ffmpeg-python emit `-map 0:3`: exactly that stream, by index.
+    options: dict[str, Any] = {**_COMMON_OUTPUT_OPTIONS, "c:v": video.codec}
+    if video.codec != "copy":
+        # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
+        options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
+    return ffmpeg.output(source[str(video.stream_index)], file_argument(video.path), **options)
+
+
+def _audio_output(source: Any, track: AudioOutput) -> Any:
+    options: dict[str, Any] = {**_COMMON_OUTPUT_OPTIONS, "c:a": track.codec}
+    if track.codec != "copy":
+        options["b:a"] = track.bitrate
+    # ffmpeg-python takes options as a dict, so one key cannot repeat: the language goes
+    # through the `s:a:0` specifier and the title through `s:a`, both naming the output's
+    # only stream.
+    if track.language:
+        options["metadata:s:a:0"] = f"language={track.language}"
+    if track.title:
+        options["metadata:s:a"] = f"title={track.title}"
+    return ffmpeg.output(source[str(track.stream_index)], file_argument(track.path), **options)
+
+
+def file_argument(path: Path) -> str:
+    """A path ffmpeg reads as a local file: a relative `a:b.mkv` would look like a protocol."""
+    return str(path) if path.is_absolute() else f"file:{path}"

@@ -1,0 +1,104 @@
+"""Running ffmpeg as a child that can be killed whole and never outlives the worker.
+
+Three hazards of a long child process, handled here:
+- an abort must stop it at once: it runs in its own process group, killed with SIGKILL;
+- its stderr pipe must never fill (ffmpeg would block): a thread drains it all the time
+  into a bounded ring buffer, whose tail becomes the error message;
+- `kill -9` of the worker must not leave an orphan ffmpeg writing files: on Linux a tiny
+  exec shim sets PR_SET_PDEATHSIG(SIGKILL) and then execs ffmpeg.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections import deque
+from collections.abc import Sequence
+from typing import IO
+
+# Runs in a fresh interpreter (-I -S: no site, no user paths) between fork and ffmpeg.
+# A preexec_fn would do the same without the extra exec, but it is not safe in a process
+# with threads (the worker has several). PDEATHSIG survives execve. The getppid check
+# closes the race where the worker died before prctl took effect.
+_DEATHSIG_SHIM = """\
+import ctypes, os, signal, sys
+PR_SET_PDEATHSIG = 1
+try:
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    os._exit(137)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+STDERR_TAIL_LINES = 200
+_STDERR_LINE_CHARS = 320  # 200 x 320 chars: at most ~64 KiB kept
+
+
+def deathsig_prefix() -> list[str]:
+    """argv prefix that makes the command die with this process (empty off Linux).
+
+    Caveat: the kernel sends PDEATHSIG when the *thread* that forked the child exits, not
+    the process. `run_transcode` forks from the job's thread and blocks in that thread
+    until ffmpeg is reaped, so the thread always outlives the child.
+    """
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return []
+    return [sys.executable, "-I", "-S", "-c", _DEATHSIG_SHIM, str(os.getpid())]
+
+
+def spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Start argv in its own session (so its own process group) with piped output."""
+    return subprocess.Popen(
+        [*deathsig_prefix(), *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child's whole process group; a no-op once the child is reaped."""
+    if process.returncode is not None:
+        return
+    # Already gone: ProcessLookupError (macOS says PermissionError for a zombie group).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+class StderrTail:
+    """Drains a pipe on a daemon thread, keeping only the last lines (bounded memory)."""
+
+    def __init__(self, pipe: IO[bytes], *, max_lines: int = STDERR_TAIL_LINES) -> None:
+        self._pipe = pipe
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="ffmpeg-stderr", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float = 5.0) -> None:
+        self._thread.join(timeout)
+
+    def lines(self) -> list[str]:
+        with self._lock:
+            return list(self._lines)
+
+    def text(self, max_lines: int = 20, max_chars: int = 2000) -> str:
+        """The last non-empty lines, newest last, trimmed to `max_chars` from the end."""
+        tail = "\n".join(line for line in self.lines()[-max_lines:] if line)
+        return tail[-max_chars:]
+
+    def _drain(self) -> None:
+        # A length cap per read: one endless line must not grow memory either.
+        for raw in iter(lambda: self._pipe.readline(65536), b""):
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            with self._lock:
+                self._lines.append(line[:_STDERR_LINE_CHARS])

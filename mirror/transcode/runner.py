@@ -1,0 +1,106 @@
+"""Run one planned ffmpeg job: progress out, abort in, a clear error when it fails."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+
+from mirror.errors import PermanentError, TransientError
+from mirror.progress import AbortSignal, ProgressCallback
+from mirror.transcode.command import build_command
+from mirror.transcode.plan import TranscodePlan
+from mirror.transcode.process import StderrTail, kill_group, spawn
+from mirror.transcode.progress import FfmpegProgressParser
+
+# ffmpeg exits non-zero on these when the machine, not the media, is at fault.
+_TRANSIENT_MARKERS = (
+    "No space left on device",
+    "Cannot allocate memory",
+    "Resource temporarily unavailable",
+    "Disk quota exceeded",
+)
+
+
+def run_transcode(
+    plan: TranscodePlan,
+    ffmpeg_path: str,
+    on_progress: ProgressCallback,
+    abort: AbortSignal,
+) -> None:
+    """Write every output of `plan` with one ffmpeg run, reporting progress as it goes.
+
+    Raises the abort's reason when the signal fires (ffmpeg is killed at once), whatever
+    `on_progress` raises (after killing ffmpeg), PermanentError when ffmpeg rejects the
+    media and TransientError when it was killed or the machine ran out of something.
+    Never returns or raises with ffmpeg still running.
+    """
+    abort.raise_if_set()
+    binary = shutil.which(ffmpeg_path)
+    if binary is None:
+        raise TransientError(f"ffmpeg not found or not executable: {ffmpeg_path}")
+    for output in plan.outputs:
+        output.path.parent.mkdir(parents=True, exist_ok=True)
+    argv = build_command(plan, binary)
+    try:
+        process = spawn(argv)
+    except OSError as exc:
+        raise TransientError(f"cannot start ffmpeg ({binary}): {exc.strerror or exc}") from exc
+    with process:
+        returncode, stderr = _supervise(process, plan, on_progress, abort)
+    abort.raise_if_set()
+    _raise_for_exit(returncode, stderr)
+    _verify_outputs(plan)
+
+
+def _supervise(
+    process: subprocess.Popen[bytes],
+    plan: TranscodePlan,
+    on_progress: ProgressCallback,
+    abort: AbortSignal,
+) -> tuple[int, StderrTail]:
+    """Feed progress until ffmpeg ends; on any way out, leave no process behind."""
+    assert process.stdout is not None and process.stderr is not None
+    stderr = StderrTail(process.stderr)
+    stderr.start()
+    unregister = abort.on_abort(lambda: kill_group(process))
+    try:
+        parser = FfmpegProgressParser(frames_total=plan.frames_total, duration_s=plan.duration_s)
+        for raw in process.stdout:
+            progress = parser.feed(raw.decode("utf-8", errors="replace"))
+            if progress is not None:
+                on_progress(progress)
+        return process.wait(), stderr
+    finally:
+        unregister()
+        if process.poll() is None:
+            kill_group(process)
+        process.wait()
+        stderr.join()
+
+
+def _raise_for_exit(returncode: int, stderr: StderrTail) -> None:
+    if returncode == 0:
+        return
+    tail = stderr.text() or "(no error output)"
+    if returncode < 0:
+        name = _signal_name(-returncode)
+        raise TransientError(f"ffmpeg was killed by {name}: {tail}")
+    if any(marker in tail for marker in _TRANSIENT_MARKERS):
+        raise TransientError(f"ffmpeg failed (exit {returncode}): {tail}")
+    raise PermanentError(f"ffmpeg failed (exit {returncode}): {tail}")
+
+
+def _verify_outputs(plan: TranscodePlan) -> None:
+    for output in plan.outputs:
+        if not output.path.is_file() or output.path.stat().st_size == 0:
+            raise PermanentError(
+                f"ffmpeg exited cleanly but wrote nothing to {output.relative_path}"
+            )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

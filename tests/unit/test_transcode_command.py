@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from mirror.item import MediaItem, MediaStream
+from mirror.transcode import TranscodePlan, build_command, plan_transcode
+
+FFMPEG = "/opt/ffmpeg/bin/ffmpeg"
+WORK = Path("/work/item")
+SOURCE = WORK / "source.mkv"
+
+
+def make_plan(*streams: MediaStream, **settings: str) -> TranscodePlan:
+    item = MediaItem(
+        id="a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21",
+        name="Sample",
+        type="Movie",
+        container="mkv",
+        size=1000,
+        duration_s=10.0,
+        streams=streams,
+    )
+    return plan_transcode(item, WORK, SOURCE, **settings)  # type: ignore[arg-type]
+
+
+H264 = MediaStream(index=0, type="Video", codec="h264", frame_rate=25.0)
+MPEG4 = MediaStream(index=0, type="Video", codec="mpeg4", frame_rate=25.0)
+AAC_ENG = MediaStream(index=1, type="Audio", codec="aac", language="eng", title="English")
+MP3_FRA = MediaStream(index=2, type="Audio", codec="mp3", language="fre", title="Français")
+AC3_UND = MediaStream(index=4, type="Audio", codec="ac3")
+SUBTITLE = MediaStream(index=3, type="Subtitle", codec="subrip", language="eng")
+
+
+def output_args(command: list[str], plan: TranscodePlan) -> dict[str, list[str]]:
+    """The options of each output, keyed by its file name (they precede the file name)."""
+    start = command.index(str(SOURCE)) + 1
+    segments: dict[str, list[str]] = {}
+    for output in plan.outputs:
+        end = command.index(str(output.path))
+        segments[output.relative_path] = command[start:end]
+        start = end + 1
+    assert start == len(command), "nothing may follow the last output"
+    return segments
+
+
+def option(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_global_options_come_first_with_one_input() -> None:
+    plan = make_plan(H264, AAC_ENG)
+
+    command = build_command(plan, FFMPEG)
+
+    assert command[0] == FFMPEG
+    head = command[: command.index("-i")]
+    assert {"-nostdin", "-nostats", "-y", "-hide_banner"} <= set(head)
+    assert option(head, "-progress") == "pipe:1"
+    assert option(head, "-loglevel") == "error"
+    assert command.count("-i") == 1
+    assert option(command, "-i") == str(SOURCE)
+
+
+def test_every_output_maps_exactly_its_stream() -> None:
+    plan = make_plan(H264, AAC_ENG, MP3_FRA, SUBTITLE, AC3_UND)
+
+    outputs = output_args(build_command(plan, FFMPEG), plan)
+
+    assert list(outputs) == ["video.mp4", "audio/1-eng.m4a", "audio/2-fre.m4a", "audio/4-und.m4a"]
+    maps = {
+        name: [args[i + 1] for i, a in enumerate(args) if a == "-map"]
+        for name, args in outputs.items()
+    }
+    assert maps == {
+        "video.mp4": ["0:0"],
+        "audio/1-eng.m4a": ["0:1"],
+        "audio/2-fre.m4a": ["0:2"],
+        "audio/4-und.m4a": ["0:4"],
+    }
+
+
+def test_fitting_sources_are_copied() -> None:
+    plan = make_plan(H264, AAC_ENG)
+
+    outputs = output_args(build_command(plan, FFMPEG), plan)
+
+    video = outputs["video.mp4"]
+    assert option(video, "-c:v") == "copy"
+    assert "-preset" not in video and "-crf" not in video
+    audio = outputs["audio/1-eng.m4a"]
+    assert option(audio, "-c:a") == "copy"
+    assert "-b:a" not in audio
+
+
+def test_other_sources_are_reencoded_with_x264_and_aac() -> None:
+    plan = make_plan(MPEG4, MP3_FRA, x264_preset="medium", audio_bitrate="128k")
+
+    outputs = output_args(build_command(plan, FFMPEG), plan)
+
+    video = outputs["video.mp4"]
+    assert option(video, "-c:v") == "libx264"
+    assert option(video, "-preset") == "medium"
+    assert option(video, "-crf") == "23"
+    assert option(video, "-pix_fmt") == "yuv420p"
+    audio = outputs["audio/2-fre.m4a"]
+    assert option(audio, "-c:a") == "aac"
+    assert option(audio, "-b:a") == "128k"
+
+
+def test_outputs_are_faststart_mp4_without_chapters_or_copied_metadata() -> None:
+    plan = make_plan(H264, AAC_ENG, AC3_UND)
+
+    for args in output_args(build_command(plan, FFMPEG), plan).values():
+        assert option(args, "-f") == "mp4"
+        assert option(args, "-movflags") == "+faststart"
+        assert option(args, "-map_chapters") == "-1"
+        assert option(args, "-map_metadata") == "-1"
+
+
+def test_audio_carries_its_language_and_title() -> None:
+    plan = make_plan(H264, MP3_FRA, AC3_UND)
+
+    outputs = output_args(build_command(plan, FFMPEG), plan)
+
+    french = outputs["audio/2-fre.m4a"]
+    assert option(french, "-metadata:s:a:0") == "language=fre"
+    assert option(french, "-metadata:s:a") == "title=Français"
+    unknown = outputs["audio/4-und.m4a"]
+    assert not any(arg.startswith("-metadata") for arg in unknown)
+    assert not any(arg.startswith("-metadata") for arg in outputs["video.mp4"])
+
+
+def test_video_only_item_has_one_output() -> None:
+    plan = make_plan(H264)
+
+    command = build_command(plan, FFMPEG)
+
+    assert command[-1] == str(WORK / "video.mp4")
+    assert command.count("-map") == 1
+
+
+def test_relative_paths_cannot_be_read_as_protocols() -> None:
+    item = MediaItem(
+        id="a" * 32, name="x", type="Movie", container="mkv", size=1, duration_s=1.0,
+        streams=(H264,),
+    )  # fmt: skip
+    plan = plan_transcode(item, Path("out"), Path("http:evil.mkv"))
+
+    command = build_command(plan, FFMPEG)
+
+    assert option(command, "-i") == "file:http:evil.mkv"
+    assert command[-1] == "file:out/video.mp4"
