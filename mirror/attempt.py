@@ -1,0 +1,166 @@
+"""One attempt at one claimed job: heartbeat around the pipeline, then the job's fate.
+
+The fate follows from the kind of error alone (mirror.errors), and every statement that
+records it is fenced by the lease, so a worker that lost its job changes nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from mirror.db.repository import Fence, Lease
+from mirror.errors import (
+    InsufficientSpace,
+    JobCancelled,
+    LeaseLost,
+    PermanentError,
+    ShutdownRequested,
+    Stalled,
+    TransientError,
+)
+from mirror.heartbeat import Heartbeat
+from mirror.logs import ContextAdapter
+from mirror.progress import AbortSignal
+
+T = TypeVar("T")
+
+
+class Outcome(enum.Enum):
+    DONE = "done"
+    FAILED = "failed"
+    RETRY = "retry"  # back to new with backoff (or failed when attempts ran out)
+    RELEASED = "released"  # back to new without using an attempt
+    CANCELLED = "cancelled"
+    LEASE_LOST = "lease_lost"
+
+
+class AttemptStore(Protocol):
+    """The fenced statements an attempt needs; JobRepository satisfies it."""
+
+    def heartbeat(
+        self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
+    ) -> Fence: ...
+
+    def mark_failed(self, job_id: uuid.UUID, token: uuid.UUID, error: str) -> Fence: ...
+
+    def fail_or_retry(
+        self, job_id: uuid.UUID, token: uuid.UUID, error: str, *, backoff_s: float
+    ) -> tuple[Fence, str | None]: ...
+
+    def release(
+        self, job_id: uuid.UUID, token: uuid.UUID, *, delay_s: float = 0.0, note: str | None = None
+    ) -> Fence: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptPolicy:
+    heartbeat_interval: float
+    stall_timeout: float
+    stale_timeout: float
+    retry_backoff: float
+
+    @property
+    def lease_timeout(self) -> float:
+        """Stop on our own a beat before a reaper elsewhere may hand the job on."""
+        return max(self.stale_timeout - self.heartbeat_interval, self.heartbeat_interval)
+
+
+# The pipeline runs the job's work and marks it done; it raises to say why it could not.
+Pipeline = Callable[[Lease, Heartbeat], None]
+
+
+def run_attempt(
+    lease: Lease,
+    abort: AbortSignal,
+    *,
+    store: AttemptStore,
+    pipeline: Pipeline,
+    policy: AttemptPolicy,
+    log: ContextAdapter,
+) -> Outcome:
+    """Run the pipeline under a heartbeat and record how the attempt ended."""
+    heartbeat = Heartbeat(
+        store,
+        lease.job_id,
+        lease.token,
+        interval=policy.heartbeat_interval,
+        stall_timeout=policy.stall_timeout,
+        lease_timeout=policy.lease_timeout,
+        abort=abort,
+        attempt=lease.job.attempts,
+    )
+    try:
+        with heartbeat:
+            pipeline(lease, heartbeat)
+        return Outcome.DONE
+    except Exception as raised:  # every ending gets a recorded fate
+        # When the attempt was stopped from outside, an adapter may surface a secondary
+        # error (a killed ffmpeg, a closed socket): the stop reason is the real one.
+        error: BaseException = abort.reason or raised
+        return _record_fate(lease, error, store, policy, log)
+
+
+def _record_fate(
+    lease: Lease,
+    error: BaseException,
+    store: AttemptStore,
+    policy: AttemptPolicy,
+    log: ContextAdapter,
+) -> Outcome:
+    job_id, token = lease.job_id, lease.token
+    message = str(error) or type(error).__name__
+    if isinstance(error, JobCancelled):
+        log.info("stopped: the job was cancelled")
+        return Outcome.CANCELLED
+    if isinstance(error, LeaseLost):
+        log.warning("stopped, touching nothing: %s", message)
+        return Outcome.LEASE_LOST
+    if isinstance(error, ShutdownRequested):
+        fence = _durably(lambda: store.release(job_id, token))
+        log.info("released to the queue for shutdown (%s)", fence.value)
+        return _fenced(fence, Outcome.RELEASED, log)
+    if isinstance(error, InsufficientSpace):
+        log.warning("released without using an attempt: %s", message)
+        fence = _durably(
+            lambda: store.release(job_id, token, delay_s=policy.retry_backoff, note=message)
+        )
+        return _fenced(fence, Outcome.RELEASED, log)
+    if isinstance(error, PermanentError):
+        log.error("failed: %s", message)
+        fence = _durably(lambda: store.mark_failed(job_id, token, message))
+        return _fenced(fence, Outcome.FAILED, log)
+    if not isinstance(error, TransientError | Stalled):
+        log.error("unexpected error", exc_info=error)
+        message = f"unexpected error: {type(error).__name__}: {message}"
+    fence, status = _durably(
+        lambda: store.fail_or_retry(job_id, token, message, backoff_s=policy.retry_backoff)
+    )
+    log.warning("attempt failed (%s), job is now %s: %s", fence.value, status, message)
+    return _fenced(fence, Outcome.FAILED if status == "failed" else Outcome.RETRY, log)
+
+
+def _fenced(fence: Fence, outcome: Outcome, log: ContextAdapter) -> Outcome:
+    if fence is Fence.OK:
+        return outcome
+    log.warning("could not record the outcome: %s", fence.value)
+    return Outcome.CANCELLED if fence is Fence.CANCELLED else Outcome.LEASE_LOST
+
+
+def _durably(statement: Callable[[], T]) -> T:
+    """Run a fenced statement, riding out a short Postgres outage (it is idempotent)."""
+    for attempt in Retrying(
+        retry=retry_if_exception_type(DBAPIError),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        stop=stop_after_delay(60),
+        reraise=True,
+    ):
+        with attempt:
+            return statement()
+    raise AssertionError("unreachable")

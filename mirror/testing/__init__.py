@@ -1,0 +1,1 @@
+"""Test stand-ins shipped with the package (the demo uses them too)."""

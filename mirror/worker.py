@@ -1,0 +1,234 @@
+"""The worker loop: claim jobs into free slots, reap stale jobs, shut down gracefully.
+
+Jobs run in threads (one per slot); the loop itself only claims, reaps and waits. It
+wakes on NOTIFY from enqueue (a listener thread), when a slot frees, and at least every
+poll_interval. On SIGTERM/SIGINT it stops claiming, gives running jobs shutdown_grace to
+finish, then aborts them; each aborted attempt puts its job straight back to `new`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import psycopg
+from sqlalchemy.exc import DBAPIError
+
+from mirror.attempt import Outcome
+from mirror.db.repository import NOTIFY_CHANNEL, JobRepository, Lease
+from mirror.errors import ShutdownRequested
+from mirror.logs import get_logger
+from mirror.progress import AbortSignal
+from mirror.workspace import sweep_orphans
+
+log = get_logger("mirror.worker")
+
+# Runs one claimed job to its recorded end; the worker gives it the slot's abort signal.
+AttemptRunner = Callable[[Lease, AbortSignal], Outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    name: str  # host:pid
+    concurrency: int
+    poll_interval: float
+    reap_interval: float
+    stale_timeout: float
+    shutdown_grace: float
+    work_dir: Path
+
+
+@dataclass
+class _Slot:
+    lease: Lease
+    abort: AbortSignal
+    thread: threading.Thread
+    outcome: Outcome | None = None
+
+
+class Worker:
+    def __init__(
+        self,
+        repo: JobRepository,
+        run_attempt: AttemptRunner,
+        config: WorkerConfig,
+        *,
+        listen_url: str | None = None,
+    ) -> None:
+        self.repo = repo
+        self.run_attempt = run_attempt
+        self.config = config
+        self.listen_url = listen_url
+        self.outcomes: list[Outcome] = []
+        self._slots: dict[int, _Slot] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._stop_deadline: float | None = None
+        self._next_reap = 0.0
+
+    # -- public -------------------------------------------------------------------------
+
+    def run(self, *, burst: bool = False) -> None:
+        """Work until stopped (or, with `burst`, until nothing is claimable or running)."""
+        log.info(
+            "worker %s started: concurrency=%d burst=%s",
+            self.config.name,
+            self.config.concurrency,
+            burst,
+        )
+        listener = self._start_listener()
+        self._sweep_workspaces()
+        try:
+            while not self._stopping.is_set():
+                self._reap_if_due()
+                finished = self._collect_finished()
+                claimed = self._fill_slots()
+                if finished:
+                    self._sweep_workspaces()
+                if burst and not claimed and not self._slots:
+                    log.info("nothing left to claim; burst run finished")
+                    break
+                if not claimed:
+                    self._wake.wait(self.config.poll_interval)
+                    self._wake.clear()
+        finally:
+            self._stopping.set()
+            self._shut_down()
+            if listener is not None:
+                listener.join(timeout=2)
+        log.info("worker %s stopped", self.config.name)
+
+    def request_stop(self, *_: object) -> None:
+        """First call: graceful stop; second call: abort running jobs now."""
+        now = time.monotonic()
+        if self._stopping.is_set():
+            log.warning("second stop request: aborting running jobs now")
+            self._stop_deadline = now
+        else:
+            log.info(
+                "stop requested: no new claims; running jobs get %ss to finish",
+                self.config.shutdown_grace,
+            )
+            self._stop_deadline = now + self.config.shutdown_grace
+            self._stopping.set()
+        self._wake.set()
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.request_stop()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+    # -- the loop's steps ----------------------------------------------------------------
+
+    def _fill_slots(self) -> bool:
+        claimed = False
+        for slot_number in range(self.config.concurrency):
+            if slot_number in self._slots or self._stopping.is_set():
+                continue
+            try:
+                lease = self.repo.claim_next(f"{self.config.name}:{slot_number}")
+            except DBAPIError as error:
+                log.warning("claim failed, retrying later: %s", str(error.orig).strip()[:200])
+                return claimed
+            if lease is None:
+                return claimed
+            self._start(slot_number, lease)
+            claimed = True
+        return claimed
+
+    def _start(self, slot_number: int, lease: Lease) -> None:
+        abort = AbortSignal()
+        slot = _Slot(lease=lease, abort=abort, thread=threading.Thread())
+
+        def body() -> None:
+            try:
+                slot.outcome = self.run_attempt(lease, abort)
+            finally:
+                self._wake.set()
+
+        slot.thread = threading.Thread(target=body, name=f"job-{lease.job_id}", daemon=True)
+        self._slots[slot_number] = slot
+        log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts).info(
+            "claimed by %s:%d", self.config.name, slot_number
+        )
+        slot.thread.start()
+
+    def _collect_finished(self) -> bool:
+        finished = [n for n, slot in self._slots.items() if not slot.thread.is_alive()]
+        for number in finished:
+            slot = self._slots.pop(number)
+            slot.thread.join()
+            if slot.outcome is not None:
+                self.outcomes.append(slot.outcome)
+        return bool(finished)
+
+    def _reap_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self._next_reap:
+            return
+        self._next_reap = now + self.config.reap_interval
+        try:
+            rescued = self.repo.return_stale_to_new(self.config.stale_timeout)
+        except DBAPIError as error:
+            log.warning("reaper failed, retrying later: %s", str(error.orig).strip()[:200])
+            return
+        for job in rescued:
+            log.bind(job=job.job_id, item=job.item_id).warning(
+                "stale job of worker %s -> %s (attempts %d)",
+                job.previous_worker,
+                job.status,
+                job.attempts,
+            )
+
+    def _sweep_workspaces(self) -> None:
+        try:
+            processing = {job.item_id for job in self.repo.list(status="processing", limit=100_000)}
+            for path in sweep_orphans(self.config.work_dir, processing.__contains__):
+                log.info("removed leftover work directory %s", path)
+        except (DBAPIError, OSError) as error:
+            log.warning("work directory sweep skipped: %s", error)
+
+    def _shut_down(self) -> None:
+        if not self._slots:
+            return
+        deadline = self._stop_deadline if self._stop_deadline is not None else time.monotonic()
+        while self._slots and time.monotonic() < deadline:
+            self._wake.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+            self._wake.clear()
+            self._collect_finished()
+        for slot in self._slots.values():
+            slot.abort.trigger(ShutdownRequested("worker shutting down"))
+        for slot in self._slots.values():
+            slot.thread.join(timeout=60)
+        self._collect_finished()
+
+    # -- LISTEN/NOTIFY -------------------------------------------------------------------
+
+    def _start_listener(self) -> threading.Thread | None:
+        if self.listen_url is None:
+            return None
+        thread = threading.Thread(target=self._listen, name="listen", daemon=True)
+        thread.start()
+        return thread
+
+    def _listen(self) -> None:
+        """Wake the loop on enqueue; reconnect quietly if Postgres goes away."""
+        assert self.listen_url is not None
+        url = self.listen_url.replace("postgresql+psycopg://", "postgresql://", 1)
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    while not self._stopping.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            self._wake.set()
+            except psycopg.Error as error:
+                log.debug("listener reconnecting: %s", error)
+                self._stopping.wait(self.config.poll_interval)

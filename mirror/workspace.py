@@ -1,0 +1,131 @@
+"""Per-item work directories under `work_dir`: locking, free-space check, clean-up.
+
+An attempt holds an exclusive flock on `<work_dir>/<item_id>.lock` while it uses
+`<work_dir>/<item_id>/`. Directories nobody holds and whose job is not processing are
+removed at worker start and between jobs, so a crash leaves no disk behind for long,
+while a takeover on the same host can still resume a partial download.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mirror.durations import format_bytes
+from mirror.errors import InsufficientSpace
+
+log = logging.getLogger(__name__)
+
+# Outputs are at most about the size of the source (remux) and usually far smaller.
+OUTPUT_FACTOR = 1.0
+
+
+@dataclass
+class Workspace:
+    """A locked directory for one attempt of one item."""
+
+    root: Path
+    path: Path
+    lock_path: Path
+    _lock_fd: int | None = None
+
+    @classmethod
+    def acquire(cls, root: Path, item_id: str) -> Workspace:
+        """Lock the item's directory; if another process on this host holds it (an old
+        attempt that lost its lease but still runs), use a private directory instead."""
+        root.mkdir(parents=True, exist_ok=True)
+        for name in (item_id, f"{item_id}-{uuid.uuid4().hex[:8]}"):
+            lock_path = root / f"{name}.lock"
+            fd = _lock(lock_path)
+            if fd is None:
+                log.warning("work directory %s is held by another process", root / name)
+                continue
+            path = root / name
+            path.mkdir(exist_ok=True)
+            return cls(root=root, path=path, lock_path=lock_path, _lock_fd=fd)
+        raise AssertionError("a fresh private directory cannot be locked")
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def require_space(self, source_size: int | None, already_downloaded: int, reserve: int) -> None:
+        """Enough free disk for the rest of the download plus the outputs, or raise."""
+        if source_size is None:
+            return
+        need = max(0, source_size - already_downloaded) + int(source_size * OUTPUT_FACTOR)
+        need += reserve
+        have = shutil.disk_usage(self.path).free
+        if have < need:
+            raise InsufficientSpace(
+                f"not enough free space in {self.root}: need {format_bytes(need)}, "
+                f"have {format_bytes(have)}, missing {format_bytes(need - have)}"
+            )
+
+    def release(self) -> None:
+        """Remove the directory and drop the lock."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self._lock_fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.lock_path.unlink()
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def sweep_orphans(root: Path, is_processing: Callable[[str], bool]) -> list[Path]:
+    """Remove item directories nobody holds whose job is not processing; return them."""
+    if not root.is_dir():
+        return []
+    removed: list[Path] = []
+    for path in sorted(root.iterdir()):
+        if not path.is_dir():
+            continue
+        item_id = path.name.split("-", 1)[0]
+        lock_path = root / f"{path.name}.lock"
+        fd = _lock(lock_path)
+        if fd is None:
+            continue  # an attempt is using it right now
+        try:
+            # A private directory (`<item>-<suffix>`) is never resumed; the plain one is
+            # kept while its job is processing, so a takeover here can resume it.
+            if path.name != item_id or not is_processing(item_id):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+                with contextlib.suppress(FileNotFoundError):
+                    lock_path.unlink()
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _lock(lock_path: Path) -> int | None:
+    """An exclusive flock on `lock_path`, or None if another process holds it.
+
+    Holders unlink the lock file when they finish; the inode check makes sure we did not
+    lock a file that was unlinked between our open and our flock.
+    """
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:
+            if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
