@@ -11,9 +11,17 @@ import socket
 
 from sqlalchemy import Engine
 
+from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db.engine import check_schema, make_engine
-from mirror.db.repository import JobRepository
+from mirror.db.repository import JobRepository, Lease
+from mirror.jellyfin import JellyfinClient
+from mirror.logs import get_logger
+from mirror.pipeline import MirrorPipeline, TranscodeOptions
+from mirror.progress import AbortSignal
 from mirror.settings import Settings
+from mirror.storage import S3Storage
+from mirror.transcode import find_ffmpeg
+from mirror.worker import Worker, WorkerConfig
 
 
 def database_engine(settings: Settings, *, check: bool = True) -> Engine:
@@ -36,3 +44,77 @@ def worker_name(slot: int | None = None) -> str:
     """`host:pid` for the process, `host:pid:n` for one of its job slots (for people)."""
     base = f"{socket.gethostname()}:{os.getpid()}"
     return base if slot is None else f"{base}:{slot}"
+
+
+def jellyfin_client(settings: Settings) -> JellyfinClient:
+    settings.require("jellyfin_url", "jellyfin_api_key")
+    assert settings.jellyfin_url is not None and settings.jellyfin_api_key is not None
+    return JellyfinClient(settings.jellyfin_url, settings.jellyfin_api_key.get_secret_value())
+
+
+def s3_storage(settings: Settings) -> S3Storage:
+    settings.require("s3_bucket")
+    assert settings.s3_bucket is not None
+    key_id = settings.s3_access_key_id
+    secret = settings.s3_secret_access_key
+    return S3Storage(
+        settings.s3_bucket,
+        region=settings.s3_region,
+        endpoint_url=settings.s3_endpoint_url,
+        access_key_id=key_id.get_secret_value() if key_id else None,
+        secret_access_key=secret.get_secret_value() if secret else None,
+        part_size=settings.s3_part_size,
+    )
+
+
+def transcode_options(settings: Settings) -> TranscodeOptions:
+    return TranscodeOptions(
+        ffmpeg_path=find_ffmpeg(settings.ffmpeg_path),
+        video_codec=settings.video_codec,
+        audio_codec=settings.audio_codec,
+        x264_preset=settings.x264_preset,
+        x264_crf=settings.x264_crf,
+        audio_bitrate=settings.audio_bitrate,
+    )
+
+
+def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worker:
+    """The worker with every real adapter: Postgres, Jellyfin, ffmpeg, S3."""
+    concurrency = concurrency or settings.concurrency
+    options = transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
+    media = jellyfin_client(settings)
+    store = s3_storage(settings)
+    repo = JobRepository(database_engine(settings))
+    pipeline = MirrorPipeline(
+        media=media,
+        store=store,
+        jobs=repo,
+        transcode=options,
+        work_dir=settings.work_dir,
+        s3_prefix=settings.s3_prefix,
+        free_space_reserve=settings.free_space_reserve,
+    )
+    policy = AttemptPolicy(
+        heartbeat_interval=settings.heartbeat_interval,
+        stall_timeout=settings.stall_timeout,
+        stale_timeout=settings.stale_timeout,
+        retry_backoff=settings.retry_backoff,
+    )
+    job_log = get_logger("mirror.job")
+
+    def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
+        log = job_log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts)
+        outcome = run_attempt(lease, abort, store=repo, pipeline=pipeline, policy=policy, log=log)
+        log.info("attempt ended: %s", outcome.value)
+        return outcome
+
+    config = WorkerConfig(
+        name=worker_name(),
+        concurrency=concurrency,
+        poll_interval=settings.poll_interval,
+        reap_interval=settings.effective_reap_interval,
+        stale_timeout=settings.stale_timeout,
+        shutdown_grace=settings.shutdown_grace,
+        work_dir=settings.work_dir,
+    )
+    return Worker(repo, run_one, config, listen_url=settings.database_url)

@@ -21,6 +21,7 @@ from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobState
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.jobs_view import job_details, jobs_table
+from mirror.logs import setup_logging
 from mirror.settings import Settings, load_settings
 
 app = typer.Typer(
@@ -94,6 +95,24 @@ def db_upgrade() -> None:
     finally:
         engine.dispose()
     typer.echo("database schema is up to date")
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="Jobs at once in this process (default MIRROR_CONCURRENCY)."),
+    ] = None,
+    burst: Annotated[
+        bool, typer.Option("--burst", help="Exit once nothing is claimable (cron, tests).")
+    ] = False,
+) -> None:
+    """Run jobs: claim, download, transcode, upload, mark done; SIGTERM stops gracefully."""
+    config = settings()
+    setup_logging(config.log_level)
+    runner = composition.build_worker(config, concurrency=concurrency)
+    runner.install_signal_handlers()
+    runner.run(burst=burst)
 
 
 @app.command()

@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.media",
     "tests.fixtures.jellyfin",
     "tests.fixtures.s3",
+    "tests.fixtures.stack",
 ]

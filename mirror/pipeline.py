@@ -1,0 +1,168 @@
+"""One job end to end: metadata -> download -> transcode -> upload -> mark_done.
+
+The adapters sit behind the narrow interfaces below; this module only says in which
+order they run, where the files go, and when the lease is checked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from mirror.db.repository import Fence, Lease
+from mirror.errors import JobCancelled, LeaseLost
+from mirror.heartbeat import Heartbeat
+from mirror.item import MediaItem
+from mirror.progress import AbortSignal, ProgressCallback
+from mirror.storage import Upload, audio_key, video_key
+from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
+from mirror.workspace import Workspace
+
+
+class MediaServer(Protocol):
+    """What the pipeline needs from Jellyfin (JellyfinClient)."""
+
+    def get_item(self, item_id: str) -> MediaItem: ...
+
+    def download(
+        self,
+        item_id: str,
+        dest: Path,
+        *,
+        expected_size: int | None,
+        on_progress: ProgressCallback,
+        abort: AbortSignal,
+    ) -> int: ...
+
+
+class ObjectStore(Protocol):
+    """What the pipeline needs from S3 (S3Storage)."""
+
+    def check_bucket(self) -> None: ...
+
+    def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int: ...
+
+    def upload_files(
+        self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
+    ) -> None: ...
+
+
+class JobFinisher(Protocol):
+    """The fenced 'done' statement (JobRepository)."""
+
+    def mark_done(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        video_key: str,
+        audio_keys: Sequence[dict[str, Any]],
+        progress: dict[str, Any] | None = None,
+    ) -> Fence: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TranscodeOptions:
+    ffmpeg_path: str
+    video_codec: str = "auto"
+    audio_codec: str = "auto"
+    x264_preset: str = "veryfast"
+    x264_crf: int = 23
+    audio_bitrate: str = "160k"
+
+
+@dataclass(frozen=True)
+class MirrorPipeline:
+    """Callable with (lease, heartbeat): the `Pipeline` the attempt runs."""
+
+    media: MediaServer
+    store: ObjectStore
+    jobs: JobFinisher
+    transcode: TranscodeOptions
+    work_dir: Path
+    s3_prefix: str = ""
+    free_space_reserve: int = 0
+
+    def __call__(self, lease: Lease, heartbeat: Heartbeat) -> None:
+        item = self.media.get_item(lease.job.item_id)
+        # Fail fast on a missing or forbidden bucket, before spending an hour downloading.
+        self.store.check_bucket()
+        with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
+            source = workspace.file(f"source.{_extension(item.container)}")
+            already = source.stat().st_size if source.exists() else 0
+            workspace.require_space(item.size, already, self.free_space_reserve)
+
+            self.media.download(
+                lease.job.item_id,
+                source,
+                expected_size=item.size,
+                on_progress=heartbeat,
+                abort=heartbeat.abort,
+            )
+            heartbeat.flush()
+
+            plan = self._plan(item, workspace.file("out"), source)
+            run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
+            heartbeat.flush()
+
+            uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+            # A worker paused past stale_timeout finds out here, before writing to S3.
+            heartbeat.checkpoint()
+            self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
+            self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+
+            fence = self.jobs.mark_done(
+                lease.job_id,
+                lease.token,
+                video_key=uploads[0].key,
+                audio_keys=audio_entries,
+                progress=heartbeat.progress_json(),
+            )
+        if fence is Fence.CANCELLED:
+            raise JobCancelled("job was cancelled while its outputs were uploading")
+        if fence is Fence.LEASE_LOST:
+            raise LeaseLost("lease lost before the job could be marked done")
+
+    def _plan(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
+        options = self.transcode
+        return plan_transcode(
+            item,
+            output_dir,
+            source,
+            video_codec=options.video_codec,
+            audio_codec=options.audio_codec,
+            x264_preset=options.x264_preset,
+            x264_crf=options.x264_crf,
+            audio_bitrate=options.audio_bitrate,
+        )
+
+    def _uploads(
+        self, item_id: str, plan: TranscodePlan
+    ) -> tuple[list[Upload], list[dict[str, Any]]]:
+        """The video first, then one upload and one `audio_keys` entry per audio track."""
+        uploads = [
+            Upload(plan.video.path, video_key(self.s3_prefix, item_id), plan.video.content_type)
+        ]
+        entries: list[dict[str, Any]] = []
+        for audio in plan.audio:
+            key = audio_key(self.s3_prefix, item_id, audio.stream_index, audio.language)
+            uploads.append(Upload(audio.path, key, audio.content_type))
+            entries.append(
+                {
+                    "key": key,
+                    "stream_index": audio.stream_index,
+                    "language": audio.language,
+                    "title": audio.title,
+                    "codec": audio.source_codec if audio.codec == "copy" else audio.codec,
+                }
+            )
+        return uploads, entries
+
+
+def _extension(container: str | None) -> str:
+    """A safe file extension from Jellyfin's Container (e.g. `mkv`, `mov,mp4,m4a`)."""
+    first = (container or "").split(",")[0].strip().lower()
+    return first if first.isalnum() else "bin"
