@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mirror import app as composition
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
@@ -23,6 +24,7 @@ from mirror.item import normalize_item_id
 from mirror.jobs_view import job_details, jobs_table
 from mirror.logs import setup_logging
 from mirror.settings import Settings, load_settings
+from mirror.sweep import sweep_library
 
 app = typer.Typer(
     name="mirror",
@@ -121,10 +123,34 @@ def enqueue(
         list[str] | None, typer.Argument(help="Jellyfin item ids (32 hex, dashes allowed).")
     ] = None,
     priority: Annotated[int, typer.Option(help="Higher runs first.")] = 0,
+    library: Annotated[
+        str | None, typer.Option("--library", help="Sweep a whole library by its name.")
+    ] = None,
+    parent_id: Annotated[
+        str | None, typer.Option("--parent-id", help="Sweep everything under this item id.")
+    ] = None,
+    item_types: Annotated[
+        str, typer.Option("--type", help="Item types of a sweep, comma separated.")
+    ] = "Movie,Episode",
 ) -> None:
-    """Queue items for mirroring; prints one line per item: job id and new/already queued."""
-    if not item_ids:
-        raise UsageProblem("give at least one ITEM_ID")
+    """Queue items for mirroring; prints one line per item: job id and new/already queued.
+
+    With --library or --parent-id, sweeps Jellyfin instead: every matching item that is
+    not already mirrored or queued gets a job.
+    """
+    sources = sum(bool(x) for x in (item_ids, library, parent_id))
+    if sources != 1:
+        raise UsageProblem("give ITEM_IDs, or --library NAME, or --parent-id ID (exactly one)")
+    if item_ids:
+        _enqueue_items(item_ids, priority)
+    else:
+        types = [t.strip() for t in item_types.split(",") if t.strip()]
+        if not types:
+            raise UsageProblem("--type needs at least one item type, e.g. Movie,Episode")
+        _sweep(library, parent_id, types, priority)
+
+
+def _enqueue_items(item_ids: list[str], priority: int) -> None:
     for raw in item_ids:
         try:
             normalize_item_id(raw)
@@ -134,6 +160,42 @@ def enqueue(
     for result in repo.enqueue(item_ids, priority=priority, max_attempts=settings().max_attempts):
         verdict = "new" if result.created else f"already queued ({result.job.status})"
         typer.echo(f"{result.job.id}  {result.job.item_id}  {verdict}")
+
+
+def _sweep(library: str | None, parent_id: str | None, types: list[str], priority: int) -> None:
+    if parent_id is not None:
+        try:
+            parent_id = normalize_item_id(parent_id)
+        except ValueError as error:
+            raise UsageProblem(str(error)) from None
+    config = settings()
+    repo = repository()
+    with composition.jellyfin_client(config) as client:
+        if library is not None:
+            found = client.find_library(library)
+            parent_id, label = found.item_id, f"library {found.name!r}"
+        else:
+            label = f"parent {parent_id}"
+        assert parent_id is not None
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        ) as bar:
+            task = bar.add_task(f"sweeping {label}", total=None)
+            result = sweep_library(
+                client,
+                repo,
+                parent_id,
+                item_types=types,
+                priority=priority,
+                max_attempts=config.max_attempts,
+                on_page=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    typer.echo(f"{label}: {result.summary()}")
 
 
 @app.command()

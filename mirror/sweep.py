@@ -1,0 +1,66 @@
+"""Library sweeps: enqueue every item of a Jellyfin library not already mirrored or queued.
+
+Used by `mirror enqueue --library/--parent-id`; the webhook's deliveries are only hints,
+so a periodic sweep is also how a deployment reconciles what it missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from mirror.db.repository import JobRepository
+from mirror.jellyfin import ItemPage
+
+
+class LibraryLister(Protocol):
+    """What a sweep needs from Jellyfin (JellyfinClient)."""
+
+    def iter_library_pages(
+        self, parent_id: str, item_types: Sequence[str] = ..., page_size: int = ...
+    ) -> Iterator[ItemPage]: ...
+
+
+@dataclass
+class SweepResult:
+    seen: int = 0
+    queued: int = 0  # new jobs
+    already_queued: int = 0  # had an active job
+    already_mirrored: int = 0  # had a done job: skipped
+
+    def summary(self) -> str:
+        return (
+            f"{self.seen} item(s): {self.queued} queued, {self.already_queued} already queued, "
+            f"{self.already_mirrored} already mirrored"
+        )
+
+
+# Called after each page with (items handled so far, total reported by Jellyfin).
+PageProgress = Callable[[int, int], None]
+
+
+def sweep_library(
+    lister: LibraryLister,
+    repo: JobRepository,
+    parent_id: str,
+    *,
+    item_types: Sequence[str],
+    priority: int = 0,
+    max_attempts: int = 3,
+    on_page: PageProgress | None = None,
+) -> SweepResult:
+    """Enqueue the library page by page (one transaction per page, constant memory)."""
+    result = SweepResult()
+    for page in lister.iter_library_pages(parent_id, item_types):
+        ids = [item.id for item in page.items]
+        enqueued = repo.enqueue(
+            ids, priority=priority, max_attempts=max_attempts, skip_mirrored=True
+        )
+        result.seen += len(ids)
+        result.queued += sum(1 for e in enqueued if e.created)
+        result.already_queued += sum(1 for e in enqueued if not e.created)
+        result.already_mirrored += len(ids) - len(enqueued)
+        if on_page is not None:
+            on_page(result.seen, page.total)
+    return result
