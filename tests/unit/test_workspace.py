@@ -1,0 +1,70 @@
+"""Work directories: exclusive per item, free-space check, orphan sweep."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mirror.errors import InsufficientSpace
+from mirror.workspace import Workspace, sweep_orphans
+
+ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
+
+
+def test_second_holder_gets_a_private_directory(tmp_path: Path) -> None:
+    with Workspace.acquire(tmp_path, ITEM) as first:
+        (first.path / "source.mkv").write_bytes(b"partial")
+        with Workspace.acquire(tmp_path, ITEM) as second:
+            assert first.path == tmp_path / ITEM
+            assert second.path != first.path
+            assert second.path.name.startswith(ITEM + "-")
+        assert not second.path.exists()
+        assert (first.path / "source.mkv").read_bytes() == b"partial"
+    assert not first.path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_new_attempt_finds_the_partial_file_of_a_dead_one(tmp_path: Path) -> None:
+    leftover = tmp_path / ITEM
+    leftover.mkdir()
+    (leftover / "source.mkv").write_bytes(b"x" * 100)
+    with Workspace.acquire(tmp_path, ITEM) as workspace:
+        assert workspace.file("source.mkv").stat().st_size == 100
+
+
+def test_free_space_check_says_how_much_is_missing(tmp_path: Path) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    with Workspace.acquire(tmp_path, ITEM) as workspace:
+        workspace.require_space(1000, already_downloaded=0, reserve=0)
+        with pytest.raises(InsufficientSpace) as caught:
+            workspace.require_space(free, already_downloaded=0, reserve=0)
+    message = str(caught.value)
+    assert "need" in message and "have" in message and "missing" in message
+    assert str(tmp_path) in message
+
+
+def test_partial_download_counts_towards_free_space(tmp_path: Path) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    size = int(free * 0.6)  # source + outputs = 1.2x free: too much from scratch
+    with Workspace.acquire(tmp_path, ITEM) as workspace:
+        with pytest.raises(InsufficientSpace):
+            workspace.require_space(size, already_downloaded=0, reserve=0)
+        workspace.require_space(size, already_downloaded=int(size * 0.5), reserve=0)
+
+
+def test_sweep_removes_unheld_directories_unless_their_job_is_processing(tmp_path: Path) -> None:
+    other = "0123456789abcdef0123456789abcdef"
+    (tmp_path / ITEM).mkdir()
+    (tmp_path / other).mkdir()
+    (tmp_path / f"{other}-deadbeef").mkdir()
+    removed = sweep_orphans(tmp_path, is_processing=lambda item: item == ITEM)
+    assert sorted(p.name for p in removed) == sorted([other, f"{other}-deadbeef"])
+    assert (tmp_path / ITEM).exists()  # a takeover may resume it
+
+
+def test_sweep_leaves_held_directories_alone(tmp_path: Path) -> None:
+    with Workspace.acquire(tmp_path, ITEM) as workspace:
+        assert sweep_orphans(tmp_path, is_processing=lambda item: False) == []
+        assert workspace.path.exists()
