@@ -1,0 +1,112 @@
+"""The worker process: LISTEN/NOTIFY wake-up, its reaper, concurrency, graceful SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from mirror.testing.media import SampleMedia, generate_sample
+from tests.fixtures.stack import Stack
+
+
+@pytest.fixture(scope="module")
+def slow_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
+    """Re-encoded with a slow preset, this keeps ffmpeg busy for many seconds."""
+    return generate_sample(
+        tmp_path_factory.mktemp("slow") / "slow.mkv",
+        "mpeg4_mp3",
+        duration_s=20,
+        width=640,
+        height=480,
+        ffmpeg_path=ffmpeg_path,
+    )
+
+
+def _host() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
+SLOW_TRANSCODE = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_X264_PRESET": "veryslow"}
+
+
+def test_enqueue_wakes_an_idle_worker_through_notify(
+    stack: Stack, sample_h264_aac: SampleMedia
+) -> None:
+    item = stack.add_sample(sample_h264_aac)
+    worker = stack.start_worker(MIRROR_POLL_INTERVAL="60s")
+    stack.wait_for(lambda: "started" in stack.log_of(), 30, "worker start")
+    time.sleep(1.0)  # let it finish its first (empty) claim and go to sleep on LISTEN
+    enqueued_at = time.monotonic()
+    stack.mirror("enqueue", item)
+    stack.wait_for(lambda: stack.job(item).status == "done", 30, "the job to finish")
+    assert time.monotonic() - enqueued_at < 20  # far less than the 60 s poll interval
+    assert worker.poll() is None
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+
+
+def test_worker_reaper_returns_a_dead_workers_job_and_finishes_it(
+    stack: Stack, sample_h264_aac: SampleMedia
+) -> None:
+    item = stack.add_sample(sample_h264_aac)
+    stack.repo.enqueue([item])
+    dead = stack.repo.claim_next("dead-host:1:0")
+    assert dead is not None
+    with stack.repo.engine.begin() as conn:
+        conn.execute(text("UPDATE media_mirror.jobs SET heartbeat_at = now() - interval '1 h'"))
+    result = stack.mirror(
+        "worker", "--burst", MIRROR_STALE_TIMEOUT="3s", MIRROR_HEARTBEAT_INTERVAL="500ms"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    job = stack.job(item)
+    assert (job.status, job.attempts) == ("done", 2)
+    assert "stale job of worker dead-host:1:0" in result.stderr
+
+
+def test_concurrency_runs_jobs_side_by_side(stack: Stack, sample_h264_aac: SampleMedia) -> None:
+    items = [stack.add_sample(sample_h264_aac, f"Item {n}") for n in range(2)]
+    stack.jellyfin.throttle(sample_h264_aac.size // 3)  # each download takes ~3 s
+    stack.mirror("enqueue", *items)
+    worker = stack.start_worker("--burst", "--concurrency", "2")
+    stack.wait_for(
+        lambda: all(stack.job(i).status == "processing" for i in items), 30, "both running"
+    )
+    assert worker.wait(timeout=120) == 0, stack.log_of()[-2000:]
+    assert all(stack.job(i).status == "done" for i in items)
+    slots = sorted(str(stack.job(i).worker_id) for i in items)  # done rows keep the holder
+    assert [s.rsplit(":", 1)[0] for s in slots] == [f"{_host()}:{worker.pid}"] * 2
+    assert [s.rsplit(":", 1)[1] for s in slots] == ["0", "1"]  # one process, two slots
+
+
+def test_sigterm_during_transcode_releases_the_job_within_the_grace(
+    stack: Stack, slow_sample: SampleMedia, tmp_path: Path
+) -> None:
+    item = stack.add_sample(slow_sample)
+    stack.mirror("enqueue", item)
+    worker = stack.start_worker(
+        MIRROR_SHUTDOWN_GRACE="1s", MIRROR_STALE_TIMEOUT="60s", **SLOW_TRANSCODE
+    )
+    stack.wait_for(
+        lambda: (stack.job(item).heartbeat_data or {}).get("phase") == "transcode",
+        60,
+        "the transcode to start",
+    )
+    signalled = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    released_after = time.monotonic() - signalled
+    job = stack.job(item)
+    assert (job.status, job.attempts, job.worker_id) == ("new", 0, None)
+    assert released_after < 10  # grace 1 s, far below the 60 s stale timeout
+    assert "released to the queue for shutdown" in stack.log_of()
+    assert stack.object_keys() == []
+    # another worker completes it (copy codecs now, to keep the test short)
+    result = stack.mirror("worker", "--burst", MIRROR_VIDEO_CODEC="auto")
+    assert result.returncode == 0
+    assert stack.job(item).status == "done"
