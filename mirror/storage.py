@@ -1,0 +1,353 @@
+"""S3 side of a job: where outputs go (key layout) and how they get there.
+
+Keys are a pure function of prefix, item and stream, so a retried job overwrites its
+earlier objects instead of forking new ones. Uploads go through one s3transfer
+`TransferManager` per job (multipart, parallel parts, parallel files); its threads report
+byte deltas that this module sums and hands to the job's progress callback. Every
+failure leaves here as a `PermanentError` or `TransientError` with a short message.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    ParamValidationError,
+    PartialCredentialsError,
+)
+from s3transfer.manager import TransferConfig, TransferManager
+
+from mirror.errors import ConfigError, MirrorError, PermanentError, TransientError
+from mirror.progress import AbortSignal, ProgressCallback
+from mirror.upload_run import RunSubscriber, UploadRun
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+log = logging.getLogger(__name__)
+
+MiB = 1024 * 1024
+VIDEO_CONTENT_TYPE = "video/mp4"
+AUDIO_CONTENT_TYPE = "audio/mp4"
+
+
+# --- key layout --------------------------------------------------------------------
+
+
+def _join_key(prefix: str, *parts: str) -> str:
+    clean_prefix = "/".join(segment for segment in prefix.split("/") if segment)
+    return "/".join((clean_prefix, *parts)) if clean_prefix else "/".join(parts)
+
+
+def audio_file_name(stream_index: int, language: str | None) -> str:
+    """`<index>-<lang>.m4a`, lang lowercase [a-z0-9] or `und`: safe as a key and a path."""
+    lang = re.sub(r"[^a-z0-9]", "", (language or "").lower()) or "und"
+    return f"{stream_index}-{lang}.m4a"
+
+
+def video_key(prefix: str, item_id: str) -> str:
+    """`<prefix>/<item_id>/video.mp4` (no leading slash when the prefix is empty)."""
+    return _join_key(prefix, item_id, "video.mp4")
+
+
+def audio_key(prefix: str, item_id: str, stream_index: int, language: str | None) -> str:
+    """`<prefix>/<item_id>/audio/<index>-<lang>.m4a`."""
+    return _join_key(prefix, item_id, "audio", audio_file_name(stream_index, language))
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One local file and the key it goes to."""
+
+    path: Path
+    key: str
+    content_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectInfo:
+    """What `head` tells about a stored object."""
+
+    key: str
+    size: int
+    content_type: str | None
+
+
+# --- storage -----------------------------------------------------------------------
+
+_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "403",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AllAccessDisabled",
+        "AccountProblem",
+        "ExpiredToken",
+        "InvalidToken",
+        "InvalidSecurity",
+    }
+)
+# 4xx codes that a later attempt can get past (a 4xx is otherwise permanent).
+_RETRYABLE_4XX_CODES = frozenset(
+    {"RequestTimeout", "RequestTimeTooSkewed", "NoSuchUpload", "OperationAborted", "SlowDown"}
+)
+
+
+class S3Storage:
+    """One bucket on one endpoint; a boto3 client shared by all uploads (thread-safe).
+
+    Credentials left as None come from boto3's default chain. The secret is handed to
+    boto3 and kept nowhere else, so it cannot reach a repr or a message.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        region: str = "us-east-1",
+        endpoint_url: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        part_size: int = 64 * MiB,
+        max_concurrency: int = 8,
+        max_attempts: int = 5,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 60.0,
+        stop_grace_s: float = 10.0,
+    ) -> None:
+        if (access_key_id is None) != (secret_access_key is None):
+            raise ConfigError("S3 access key id and secret access key must be given together")
+        if part_size < 5 * MiB:
+            raise ConfigError(f"S3 part size must be at least 5 MiB, got {part_size} bytes")
+        self.bucket = bucket
+        self.region = region
+        # How long a stopped upload may take to wind down (threads finishing a socket
+        # call) before the caller raises anyway and leaves the rest to the background.
+        self._stop_grace_s = stop_grace_s
+        config = Config(
+            region_name=region,
+            # total_max_attempts counts the first try; botocore's max_attempts would not.
+            retries={"mode": "standard", "total_max_attempts": max_attempts},
+            connect_timeout=connect_timeout_s,
+            read_timeout=read_timeout_s,
+            max_pool_connections=max(10, max_concurrency + 2),
+            # MinIO and most S3 look-alikes want path-style; AWS picks for itself.
+            s3={"addressing_style": "path" if endpoint_url else "auto"},
+        )
+        session = boto3.session.Session(
+            aws_access_key_id=access_key_id,
+            aws_secret_access_key=secret_access_key,
+            region_name=region,
+        )
+        self._client: S3Client = session.client("s3", endpoint_url=endpoint_url, config=config)
+        self.endpoint_url: str = self._client.meta.endpoint_url
+        self._transfer_config = TransferConfig(
+            multipart_threshold=part_size,
+            multipart_chunksize=part_size,
+            max_request_concurrency=max_concurrency,
+        )
+
+    def __repr__(self) -> str:
+        return f"S3Storage(bucket={self.bucket!r}, endpoint={self.endpoint_url!r})"
+
+    @property
+    def client(self) -> S3Client:
+        return self._client
+
+    def check_bucket(self) -> None:
+        """Fail before a long download when the bucket is missing or not ours to write."""
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, "bucket check") from exc
+
+    def upload_files(
+        self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
+    ) -> None:
+        """Upload all files in parallel; returns once every object is complete.
+
+        Raises the progress callback's exception or the abort reason when either
+        stops the run (multipart uploads already begun are aborted by s3transfer).
+        """
+        abort.raise_if_set()
+        total = sum(self._size_of(upload.path) for upload in uploads)
+        run = UploadRun(total, len(uploads), on_progress)
+        on_progress(run.snapshot(0))
+        if not uploads:
+            return
+        log.info("uploading %d files (%d bytes) to s3://%s", len(uploads), total, self.bucket)
+        manager = TransferManager(self._client, self._transfer_config)
+        unregister = abort.on_abort(run.stop)
+        finished = False
+        submitted = 0
+        try:
+            subscriber = RunSubscriber(run)
+            for upload in uploads:
+                future = manager.upload(
+                    str(upload.path),
+                    self.bucket,
+                    upload.key,
+                    extra_args={"ContentType": upload.content_type},
+                    subscribers=[subscriber],
+                )
+                submitted += 1
+                run.add_future(future)
+            run.wake.wait()
+            finished = run.all_done.wait(self._stop_grace_s)
+        except BaseException:
+            run.stop()
+            run.forget(len(uploads) - submitted)
+            finished = run.all_done.wait(self._stop_grace_s)
+            raise
+        finally:
+            unregister()
+            _shut_down(manager, wait=finished)
+        if run.callback_error is not None:
+            raise run.callback_error
+        abort.raise_if_set()
+        if run.first_failure is not None:
+            raise self._translate(run.first_failure, "upload") from run.first_failure
+        if not finished:  # cannot happen without a stop or failure; kept as a guard
+            raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
+        on_progress(run.snapshot(total))
+        log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
+
+    def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int:
+        """Abort unfinished multipart uploads of exactly these keys; return how many.
+
+        A SIGKILLed attempt leaves its parts behind (billed storage); the retry cleans up.
+        """
+        wanted = set(keys)
+        if not wanted:
+            return 0
+        aborted = 0
+        try:
+            paginator = self._client.get_paginator("list_multipart_uploads")
+            # A plain string prefix (not a path): S3 prefixes match characters.
+            prefix = os.path.commonprefix([*wanted])  # noqa: RUF071
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                for stale in page.get("Uploads", []):
+                    key, upload_id = stale.get("Key", ""), stale.get("UploadId", "")
+                    if key in wanted and self._abort_multipart_upload(key, upload_id):
+                        aborted += 1
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, "cleanup of unfinished uploads") from exc
+        if aborted:
+            log.info("aborted %d unfinished multipart uploads in s3://%s", aborted, self.bucket)
+        return aborted
+
+    def object_keys(self, prefix: str = "") -> list[str]:
+        """All keys under a prefix, sorted (for tests and the CLI)."""
+        paginator = self._client.get_paginator("list_objects_v2")
+        keys: list[str] = []
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                keys.extend(obj["Key"] for obj in page.get("Contents", []) if "Key" in obj)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, "listing") from exc
+        return sorted(keys)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """Size and content type of an object, or None when it does not exist."""
+        try:
+            response = self._client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _status_of(exc) == 404:
+                return None
+            raise self._translate(exc, "head") from exc
+        except BotoCoreError as exc:
+            raise self._translate(exc, "head") from exc
+        return ObjectInfo(key, response["ContentLength"], response.get("ContentType"))
+
+    def _abort_multipart_upload(self, key: str, upload_id: str) -> bool:
+        try:
+            self._client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+        except ClientError as exc:
+            if _code_of(exc) == "NoSuchUpload":
+                return False  # finished or aborted meanwhile: nothing left to clean
+            raise
+        return True
+
+    def _size_of(self, path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError as exc:
+            raise TransientError(f"S3 upload failed: cannot read {path}: {exc.strerror}") from exc
+
+    def _translate(self, exc: BaseException, action: str) -> MirrorError:
+        """One clear error kind and line for whatever boto3/s3transfer raised."""
+        if isinstance(exc, MirrorError):
+            return exc
+        if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
+            where = f" {exc.filename}" if exc.filename else ""
+            return TransientError(f"S3 {action} failed: cannot read{where}: {exc.strerror}")
+        if isinstance(exc, ClientError):
+            code, status = _code_of(exc), _status_of(exc)
+            if code == "NoSuchBucket" or (action == "bucket check" and status == 404):
+                return PermanentError(f"S3 bucket '{self.bucket}' does not exist")
+            if code in _DENIED_CODES or status == 403:
+                named = f"{code}; " if code and not code.isdigit() else ""
+                return PermanentError(
+                    f"S3 denied access to bucket '{self.bucket}' "
+                    f"({named}check the credentials and policy)"
+                )
+            if code in ("301", "PermanentRedirect"):
+                return PermanentError(
+                    f"S3 bucket '{self.bucket}' is not in region '{self.region}' "
+                    f"(endpoint {self.endpoint_url})"
+                )
+            if status is not None and 400 <= status < 500 and code not in _RETRYABLE_4XX_CODES:
+                return PermanentError(f"S3 rejected the {action}: {_reason_of(exc)}")
+        if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+            return PermanentError(f"S3 credentials are missing or incomplete: {exc}")
+        if isinstance(exc, ParamValidationError):
+            return PermanentError(f"S3 rejected the {action}: {_reason_of(exc)}")
+        if isinstance(exc, BotoCoreError) and action == "bucket check":
+            return TransientError(
+                f"S3 endpoint {self.endpoint_url} is unreachable: {_reason_of(exc)}"
+            )
+        return TransientError(
+            f"S3 {action} failed: {_reason_of(exc)} (endpoint {self.endpoint_url})"
+        )
+
+
+def _shut_down(manager: TransferManager, *, wait: bool) -> None:
+    if wait:
+        manager.shutdown()
+        return
+    # Threads still stuck in a socket call: let them finish (and s3transfer abort the
+    # multipart uploads) in the background instead of holding up the job.
+    shutdown = functools.partial(manager.shutdown, cancel=True)
+    threading.Thread(target=shutdown, name="s3-shutdown", daemon=True).start()
+
+
+def _code_of(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _status_of(exc: ClientError) -> int | None:
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return int(status) if status is not None else None
+
+
+def _reason_of(exc: BaseException) -> str:
+    if isinstance(exc, ClientError):
+        message = exc.response.get("Error", {}).get("Message", "")
+        reason = f"{_code_of(exc) or _status_of(exc)} {message}".strip()
+    else:
+        reason = str(exc) or type(exc).__name__
+    return reason if len(reason) <= 200 else reason[:197] + "..."
