@@ -1,0 +1,271 @@
+"""The Jellyfin HTTP client: item metadata, library listings and the original file.
+
+Every call carries the API key in the `Authorization: MediaBrowser ...` header only
+(never a URL, so it cannot leak into logs or error messages), retries network failures
+and 5xx with backoff, and turns everything else into PermanentError / TransientError.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from mirror.errors import PermanentError, TransientError
+from mirror.item import MediaItem
+from mirror.jellyfin.download import ResumableDownload
+from mirror.jellyfin.failures import (
+    RetryableError,
+    RetryPolicy,
+    describe_transport_error,
+    give_up,
+    raise_for_status,
+)
+from mirror.jellyfin.models import (
+    ItemPage,
+    ItemSummary,
+    Library,
+    normalize_item_id,
+    parse_item_summary,
+    parse_library,
+    parse_media_item,
+)
+from mirror.progress import AbortSignal, ProgressCallback
+
+CLIENT_VERSION = "0.1.0"
+ITEM_FIELDS = "Path,MediaSources,MediaStreams"
+LISTING_FIELDS = "Path,MediaSources"
+
+
+def authorization_header(api_key: str) -> str:
+    """The `MediaBrowser` scheme Jellyfin 10.9 through 12.x accepts; DeviceId per host."""
+    device_id = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:16]
+    return (
+        f'MediaBrowser Client="mirror", Device="mirror", DeviceId="mirror-{device_id}", '
+        f'Version="{CLIENT_VERSION}", Token="{api_key}"'
+    )
+
+
+class JellyfinClient:
+    """Talks to one Jellyfin server with one API key. Thread-safe like httpx.Client."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 60,
+        retry_attempts: int = 5,
+        retry_max_wait: float = 30,
+        retry_initial_wait: float = 0.5,
+    ) -> None:
+        if not api_key:
+            raise PermanentError("no Jellyfin API key given")
+        self.base_url = base_url.rstrip("/")
+        # No total timeout: a big original takes as long as it takes; `read` bounds
+        # each single read, so a silent server is still noticed.
+        timeout = httpx.Timeout(
+            connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
+        )
+        headers = {"Authorization": authorization_header(api_key)}
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers={**headers, "Accept": "application/json"},
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=True,
+        )
+        # Downloads get their own connection each time, so the abort hook can find the
+        # socket as soon as it opens (see download._Interrupter).
+        self._download_http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            follow_redirects=True,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+        self._retry = RetryPolicy(
+            attempts=max(1, retry_attempts),
+            initial_wait=retry_initial_wait,
+            max_wait=retry_max_wait,
+        )
+
+    def __repr__(self) -> str:
+        return f"JellyfinClient(base_url={self.base_url!r})"
+
+    def __enter__(self) -> JellyfinClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+        self._download_http.close()
+
+    def server_info(self) -> dict[str, Any]:
+        """`/System/Info/Public` (no key needed): ServerName, Version, Id."""
+        data = self._get_json("/System/Info/Public")
+        if not isinstance(data, dict):
+            raise TransientError("Jellyfin answered GET /System/Info/Public with unexpected JSON")
+        return data
+
+    def get_item(self, item_id: str) -> MediaItem:
+        """The item with the streams of the media source that /Download serves."""
+        item_id = normalize_item_id(item_id)
+        data = self._get_json("/Items", {"ids": item_id, "fields": ITEM_FIELDS}, item_id=item_id)
+        items = [entry for entry in _items_of(data, "/Items") if isinstance(entry, Mapping)]
+        for entry in items:
+            try:
+                if normalize_item_id(str(entry.get("Id", ""))) == item_id:
+                    return parse_media_item(entry)
+            except PermanentError:
+                continue
+        raise PermanentError(f"item {item_id} not found in Jellyfin")
+
+    def list_libraries(self) -> list[Library]:
+        """Every library (virtual folder) the key can see."""
+        data = self._get_json("/Library/VirtualFolders")
+        if not isinstance(data, list):
+            raise TransientError(
+                "Jellyfin answered GET /Library/VirtualFolders with unexpected JSON"
+            )
+        return [
+            library
+            for entry in data
+            if isinstance(entry, Mapping) and (library := parse_library(entry)) is not None
+        ]
+
+    def find_library(self, name: str) -> Library:
+        """The library called `name` (exact match first, then ignoring case)."""
+        libraries = self.list_libraries()
+        exact = [lib for lib in libraries if lib.name == name]
+        loose = [lib for lib in libraries if lib.name.casefold() == name.casefold()]
+        if exact or loose:
+            return (exact or loose)[0]
+        available = ", ".join(repr(lib.name) for lib in libraries) or "none"
+        raise PermanentError(f"no Jellyfin library named {name!r} (available: {available})")
+
+    def iter_library_pages(
+        self,
+        parent_id: str,
+        item_types: Sequence[str] = ("Movie", "Episode"),
+        page_size: int = 200,
+    ) -> Iterator[ItemPage]:
+        """Pages of a library's items, sorted by name, each with the server's total."""
+        parent_id = normalize_item_id(parent_id)
+        start = 0
+        seen: set[str] = set()
+        while True:
+            params = {
+                "parentId": parent_id,
+                "recursive": "true",
+                "includeItemTypes": ",".join(item_types),
+                "fields": LISTING_FIELDS,
+                "startIndex": str(start),
+                "limit": str(page_size),
+                "sortBy": "SortName",
+            }
+            data = self._get_json("/Items", params)
+            raw_items = _items_of(data, "/Items")
+            total = data.get("TotalRecordCount") if isinstance(data, dict) else None
+            total = total if isinstance(total, int) else start + len(raw_items)
+            summaries = []
+            for entry in raw_items:
+                summary = parse_item_summary(entry) if isinstance(entry, Mapping) else None
+                # Items added or removed while paging shift the pages; skip repeats.
+                if summary is not None and summary.id not in seen:
+                    seen.add(summary.id)
+                    summaries.append(summary)
+            yield ItemPage(items=tuple(summaries), start_index=start, total=total)
+            start += len(raw_items)
+            if not raw_items or start >= total:
+                return
+
+    def iter_library_items(
+        self,
+        parent_id: str,
+        item_types: Sequence[str] = ("Movie", "Episode"),
+        page_size: int = 200,
+    ) -> Iterator[ItemSummary]:
+        """Every item of a library, one page at a time."""
+        for page in self.iter_library_pages(parent_id, item_types, page_size):
+            yield from page.items
+
+    def count_library_items(
+        self, parent_id: str, item_types: Sequence[str] = ("Movie", "Episode")
+    ) -> int:
+        """How many items a listing will yield (the server's TotalRecordCount)."""
+        return next(self.iter_library_pages(parent_id, item_types, page_size=1)).total
+
+    def download(
+        self,
+        item_id: str,
+        dest: Path,
+        *,
+        expected_size: int | None,
+        on_progress: ProgressCallback,
+        abort: AbortSignal,
+    ) -> int:
+        """Stream the original file to `dest`, resuming bytes already there; returns its size.
+
+        Keeps `dest` plus a `<name>.last-modified` sidecar on failure so a later try
+        (even from another process) resumes; the caller removes both when done.
+        """
+        return ResumableDownload(
+            self._download_http,
+            normalize_item_id(item_id),
+            dest,
+            expected_size=expected_size,
+            on_progress=on_progress,
+            abort=abort,
+            policy=self._retry,
+        ).run()
+
+    def _get_json(
+        self, path: str, params: Mapping[str, str] | None = None, *, item_id: str | None = None
+    ) -> Any:
+        try:
+            for attempt in self._retry.retrying():
+                with attempt:
+                    return self._get_json_once(path, params, item_id)
+        except RetryableError as exc:
+            raise give_up(exc, self._retry.attempts) from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _get_json_once(
+        self, path: str, params: Mapping[str, str] | None, item_id: str | None
+    ) -> Any:
+        try:
+            response = self._http.get(path, params=params)
+        except httpx.TransportError as exc:
+            raise RetryableError(describe_transport_error("GET", path, exc)) from exc
+        raise_for_status(response, path, item_id)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise TransientError(
+                f"Jellyfin answered GET {path} with something that is not JSON "
+                f"({response.headers.get('Content-Type', 'no content type')}): "
+                "is the Jellyfin URL right?"
+            ) from exc
+
+
+def _items_of(data: Any, path: str) -> list[Any]:
+    items = data.get("Items") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise TransientError(f"Jellyfin answered GET {path} without an Items list")
+    return items

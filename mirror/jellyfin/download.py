@@ -1,0 +1,296 @@
+"""Streaming one original file to disk, resuming where an earlier try stopped.
+
+Reverse proxies in front of Jellyfin cut long downloads, and a worker may die halfway,
+so the bytes already on disk are kept: the next try asks for the rest with
+`Range: bytes=N-` and `If-Range: <Last-Modified>` (Jellyfin sends no ETag). The
+Last-Modified value lives in a sidecar file beside the partial so another process can
+resume it too. If the file changed on the server, Jellyfin ignores the range and sends
+it whole, and the download starts over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from mirror.errors import InsufficientSpace, TransientError
+from mirror.jellyfin.failures import (
+    FailureBudget,
+    RetryableError,
+    RetryPolicy,
+    give_up,
+    raise_for_status,
+)
+from mirror.progress import AbortSignal, Progress, ProgressCallback
+
+logger = logging.getLogger("mirror.jellyfin")
+
+_CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE)
+_UNSATISFIED_RANGE = re.compile(r"bytes\s+\*/(\d+)", re.IGNORECASE)
+_SPEED_EVERY_S = 0.5
+
+
+def sidecar_path(dest: Path) -> Path:
+    """Where the Last-Modified of a partial download is kept (beside the partial)."""
+    return dest.with_name(dest.name + ".last-modified")
+
+
+def format_speed(bytes_per_s: float) -> str:
+    """`45.1 MB/s` (decimal megabytes, like network speeds are usually quoted)."""
+    return f"{bytes_per_s / 1e6:.1f} MB/s"
+
+
+class _Interrupter:
+    """Lets the abort signal break a blocked socket read in the job's thread at once.
+
+    Closing a socket from another thread does not wake a blocked recv() on Linux, but
+    shutdown() does. The socket is caught through httpcore's trace hook as soon as the
+    connection opens, so even a server that never sends headers can be interrupted.
+    """
+
+    def __init__(self, abort: AbortSignal) -> None:
+        self._abort = abort
+        self._socket: socket.socket | None = None
+        self.response: httpx.Response | None = None
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if not (name.startswith("connection.connect_") and name.endswith(".complete")):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            self._socket = sock
+            if self._abort.is_set():
+                self.interrupt()
+
+    def interrupt(self) -> None:
+        sock = self._socket
+        if sock is not None:
+            # The plain-socket method: ssl.SSLSocket.shutdown would also drop the TLS
+            # state under the reading thread's feet. OSError: already closed, read over.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        elif self.response is not None:
+            # A custom transport (tests) has no socket; closing the stream is enough.
+            # Best effort from a foreign thread: any failure means the stream is gone.
+            with contextlib.suppress(Exception):
+                self.response.close()
+
+    def clear(self) -> None:
+        self._socket = None
+        self.response = None
+
+
+class ResumableDownload:
+    """One call of JellyfinClient.download: tries until done, aborted or out of retries."""
+
+    def __init__(
+        self,
+        http: httpx.Client,
+        item_id: str,
+        dest: Path,
+        *,
+        expected_size: int | None,
+        on_progress: ProgressCallback,
+        abort: AbortSignal,
+        policy: RetryPolicy,
+    ) -> None:
+        self._http = http
+        self._item_id = item_id
+        self._path = f"/Items/{item_id}/Download"
+        self._dest = dest
+        self._sidecar = sidecar_path(dest)
+        self._expected_size = expected_size
+        self._on_progress = on_progress
+        self._abort = abort
+        self._policy = policy
+        self._link = _Interrupter(abort)
+        self._wakeup = threading.Event()
+        self._received = 0  # body bytes received in the current try
+
+    def run(self) -> int:
+        """Download (or finish) the file; returns its size once verified."""
+        self._dest.parent.mkdir(parents=True, exist_ok=True)
+        unregister = self._abort.on_abort(self._interrupt)
+        budget = FailureBudget()
+        try:
+            for attempt in self._policy.retrying(budget, sleep=self._sleep):
+                with attempt:
+                    self._abort.raise_if_set()
+                    self._received = 0
+                    try:
+                        return self._try_once()
+                    except RetryableError:
+                        budget.note_failure(progressed=self._received > 0)
+                        raise
+        except RetryableError as exc:
+            raise give_up(exc, self._policy.attempts) from exc
+        finally:
+            unregister()
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _interrupt(self) -> None:
+        self._wakeup.set()
+        self._link.interrupt()
+
+    def _sleep(self, seconds: float) -> None:
+        self._wakeup.wait(seconds)  # an abort ends the back-off early
+
+    def _try_once(self) -> int:
+        offset, validator = self._resume_point()
+        headers = {"Accept-Encoding": "identity"}  # byte offsets must be file offsets
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+            headers["If-Range"] = validator or ""
+            logger.info("resuming download of item %s at byte %d", self._item_id, offset)
+        self._report(offset, self._expected_size, None)
+        try:
+            with self._http.stream(
+                "GET", self._path, headers=headers, extensions={"trace": self._link.trace}
+            ) as response:
+                self._link.response = response
+                if response.status_code == 416 and offset:
+                    return self._finish_complete_partial(response, offset)
+                raise_for_status(response, self._path, self._item_id)
+                return self._write_body(response, offset)
+        except (httpx.TransportError, httpx.StreamError) as exc:
+            self._abort.raise_if_set()
+            raise RetryableError(self._interrupted_message(exc)) from exc
+        finally:
+            self._link.clear()
+
+    def _resume_point(self) -> tuple[int, str | None]:
+        """Bytes already on disk that may be resumed, and their Last-Modified."""
+        try:
+            size = self._dest.stat().st_size
+        except FileNotFoundError:
+            return 0, None
+        try:
+            validator = self._sidecar.read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            validator = None
+        too_big = self._expected_size is not None and size > self._expected_size
+        if size and (validator is None or too_big):
+            # Without the validator we cannot tell whether the bytes are still current.
+            self._discard_partial()
+            return 0, None
+        return size, validator
+
+    def _discard_partial(self) -> None:
+        self._dest.unlink(missing_ok=True)
+        self._sidecar.unlink(missing_ok=True)
+
+    def _write_body(self, response: httpx.Response, offset: int) -> int:
+        if response.status_code == 206:
+            start, total = self._check_content_range(response, offset)
+            mode = "ab"
+        else:
+            if offset:
+                logger.info("item %s changed on the server; downloading it again", self._item_id)
+            start, total = 0, _content_length(response)
+            mode = "wb"
+            self._remember_validator(response.headers.get("Last-Modified"))
+        if total is not None and self._expected_size is not None and total != self._expected_size:
+            raise TransientError(
+                f"Jellyfin serves {total} bytes for item {self._item_id} but reported "
+                f"{self._expected_size} (MediaSources Size): the library may need a rescan"
+            )
+        done = self._copy_body(response, start, total, mode)
+        if total is not None and done != total:
+            raise RetryableError(
+                f"download of item {self._item_id} ended at byte {done} of {total}"
+            )
+        return self._verified(done)
+
+    def _copy_body(self, response: httpx.Response, start: int, total: int | None, mode: str) -> int:
+        """The hot loop: write each raw chunk and report it, nothing more."""
+        done = start
+        began = time.monotonic()
+        speed: str | None = None
+        next_speed_at = began + _SPEED_EVERY_S
+        report = self._on_progress
+        try:
+            with self._dest.open(mode) as file:
+                for chunk in response.iter_raw():
+                    file.write(chunk)
+                    done += len(chunk)
+                    self._received += len(chunk)
+                    now = time.monotonic()
+                    if now >= next_speed_at:
+                        speed = format_speed(self._received / (now - began))
+                        next_speed_at = now + _SPEED_EVERY_S
+                    report(Progress("download", bytes_done=done, bytes_total=total, speed=speed))
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InsufficientSpace(f"disk full while downloading to {self._dest}") from exc
+            raise TransientError(f"cannot write the download to {self._dest}: {exc}") from exc
+        return done
+
+    def _check_content_range(self, response: httpx.Response, offset: int) -> tuple[int, int | None]:
+        header = response.headers.get("Content-Range", "")
+        match = _CONTENT_RANGE.fullmatch(header.strip())
+        if match is None or int(match.group(1)) != offset:
+            self._discard_partial()
+            raise RetryableError(
+                f"Jellyfin answered a resume of item {self._item_id} at byte {offset} "
+                f"with Content-Range {header[:80]!r}; starting over"
+            )
+        total = match.group(3)
+        return offset, None if total == "*" else int(total)
+
+    def _finish_complete_partial(self, response: httpx.Response, offset: int) -> int:
+        """416 to `bytes=N-` with a matching If-Range: fine if N is the whole file."""
+        match = _UNSATISFIED_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+        total = int(match.group(1)) if match else None
+        if total != offset:
+            self._discard_partial()
+            raise RetryableError(
+                f"Jellyfin cannot resume item {self._item_id} at byte {offset} "
+                f"(416, the file has {total} bytes); starting over"
+            )
+        self._report(offset, total, None)
+        return self._verified(offset)
+
+    def _verified(self, size: int) -> int:
+        expected = self._expected_size
+        if expected is not None and size != expected:
+            if size > expected:
+                self._discard_partial()
+            raise TransientError(
+                f"downloaded {size} bytes of item {self._item_id} but Jellyfin reported "
+                f"{expected} (MediaSources Size)"
+            )
+        return size
+
+    def _remember_validator(self, last_modified: str | None) -> None:
+        if last_modified:
+            self._sidecar.write_text(last_modified.strip(), encoding="utf-8")
+        else:
+            self._sidecar.unlink(missing_ok=True)  # no validator: never resume these bytes
+
+    def _report(self, done: int, total: int | None, speed: str | None) -> None:
+        self._on_progress(Progress("download", bytes_done=done, bytes_total=total, speed=speed))
+
+    def _interrupted_message(self, exc: Exception) -> str:
+        kind = type(exc).__name__
+        detail = str(exc).strip()[:200]
+        where = f"download of item {self._item_id} ({self._path})"
+        if self._received:
+            return f"{where} interrupted after {self._received} bytes: {kind}: {detail}"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"Jellyfin did not answer in time for the {where}: {kind}: {detail}"
+        return f"Jellyfin unreachable for the {where}: {kind}: {detail}"
+
+
+def _content_length(response: httpx.Response) -> int | None:
+    value = response.headers.get("Content-Length", "")
+    return int(value) if value.strip().isdigit() else None

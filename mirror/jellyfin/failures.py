@@ -1,0 +1,159 @@
+"""How Jellyfin's answers and network failures become mirror's error kinds, and retries.
+
+Each failure gets one message a person can act on. Messages name the request path (the
+API key travels only in a header, so paths are safe to show) and never a response body
+or header that could echo the key.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+import tenacity
+
+from mirror.errors import PermanentError, TransientError
+
+logger = logging.getLogger("mirror.jellyfin")
+
+_RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+class RetryableError(TransientError):
+    """A failure worth retrying at once (network, 5xx); `retry_after` is the server's hint."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def describe_transport_error(method: str, path: str, exc: httpx.TransportError) -> str:
+    """`Jellyfin unreachable (GET /Items): ConnectError: [Errno 111] Connection refused`."""
+    detail = str(exc).strip()
+    kind = type(exc).__name__
+    summary = f"{kind}: {detail[:200]}" if detail else kind
+    if isinstance(exc, httpx.TimeoutException):
+        return f"Jellyfin did not answer in time ({method} {path}): {summary}"
+    return f"Jellyfin unreachable ({method} {path}): {summary}"
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds from a Retry-After header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def raise_for_status(response: httpx.Response, path: str, item_id: str | None = None) -> None:
+    """Raise the error kind for a non-2xx answer; return quietly on success.
+
+    `item_id` is set for calls about one item, so 400/403/404 can name it.
+    """
+    status = response.status_code
+    if status < 300:
+        return
+    method = response.request.method
+    if status == 401:
+        raise PermanentError("Jellyfin rejected the API key (401)")
+    if status == 403:
+        what = f"item {item_id}" if item_id else f"{method} {path}"
+        raise PermanentError(
+            f"Jellyfin refused access to {what} (403): the API key's user may not download"
+        )
+    if status == 404:
+        if item_id:
+            raise PermanentError(f"item {item_id} not found in Jellyfin")
+        raise PermanentError(
+            f"Jellyfin answered 404 for {method} {path}: is the Jellyfin URL right?"
+        )
+    if status == 400 and item_id:
+        raise PermanentError(
+            f"Jellyfin cannot serve item {item_id} (400: not a valid id or not downloadable)"
+        )
+    if status >= 500 or status in _RETRYABLE_STATUSES:
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        reason = response.headers.get("Message", "").strip()[:200]
+        message = f"Jellyfin answered {status} ({method} {path})"
+        raise RetryableError(f"{message}: {reason}" if reason else message, retry_after=retry_after)
+    raise PermanentError(f"Jellyfin answered {status} for {method} {path}")
+
+
+@dataclass
+class FailureBudget:
+    """Counts failed tries in a row; a try that made progress starts the count afresh.
+
+    A download cut every few hundred MB by a proxy keeps advancing, so it must not run
+    out of retries the way a server that refuses every connection does.
+    """
+
+    failures_in_a_row: int = 0
+
+    def note_failure(self, *, progressed: bool) -> None:
+        self.failures_in_a_row = 1 if progressed else self.failures_in_a_row + 1
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff over `attempts` tries; the server's Retry-After wins if given."""
+
+    attempts: int = 5
+    initial_wait: float = 0.5
+    max_wait: float = 30.0
+
+    def wait_seconds(self, exc: BaseException | None, failures_in_a_row: int) -> float:
+        hint = exc.retry_after if isinstance(exc, RetryableError) else None
+        if hint is not None:
+            return min(hint, self.max_wait)
+        return min(self.initial_wait * 2.0 ** max(0, failures_in_a_row - 1), self.max_wait)
+
+    def retrying(
+        self,
+        budget: FailureBudget | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> tenacity.Retrying:
+        """A tenacity loop retrying `RetryableError` only; other errors pass straight out.
+
+        Without a `budget` every failure counts; with one, the caller records failures
+        (and progress) itself.
+        """
+        counter = budget
+
+        def failures(state: tenacity.RetryCallState) -> int:
+            return counter.failures_in_a_row if counter is not None else state.attempt_number
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            return failures(state) >= self.attempts
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            return self.wait_seconds(exc, failures(state))
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            delay = state.next_action.sleep if state.next_action is not None else 0.0
+            logger.warning("%s; retrying in %.1f s", exc, delay)
+
+        return tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(RetryableError),
+            stop=stop,
+            wait=wait,
+            sleep=sleep,
+            before_sleep=log_retry,
+            reraise=True,
+        )
+
+
+def give_up(exc: RetryableError, attempts: int) -> TransientError:
+    """The error the worker sees once retries are spent: transient, with the last cause."""
+    return TransientError(f"{exc} (gave up after {attempts} failed tries in a row)")

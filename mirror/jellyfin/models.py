@@ -1,0 +1,192 @@
+"""Jellyfin's JSON turned into mirror's plain data: pure functions, no I/O.
+
+Jellyfin answers in PascalCase with nulls omitted, so every field is read as optional
+and anything missing becomes None rather than an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mirror.errors import PermanentError
+from mirror.item import MediaItem, MediaStream
+
+TICKS_PER_SECOND = 10_000_000  # Jellyfin's RunTimeTicks are 100 ns ticks
+
+# .NET's Guid.TryParse formats N, D, B and P: the webhook sends D, the API sends N.
+_GUID = re.compile(
+    r"[0-9a-f]{32}"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}"
+    r"|\([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Library:
+    """One Jellyfin library (a "virtual folder"); `item_id` is its parentId for /Items."""
+
+    name: str
+    item_id: str
+    collection_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemSummary:
+    """One item of a library listing: enough to decide whether to enqueue it."""
+
+    id: str
+    name: str
+    type: str
+    path: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPage:
+    """One page of a library listing, with the server's total for progress bars."""
+
+    items: tuple[ItemSummary, ...]
+    start_index: int
+    total: int
+
+
+def normalize_item_id(item_id: str) -> str:
+    """32 lowercase hex chars from any GUID spelling Jellyfin accepts.
+
+    Raises PermanentError for anything else: such an id can never name an item, and
+    checking here keeps arbitrary text out of request paths.
+    """
+    text = item_id.strip()
+    if not _GUID.fullmatch(text):
+        raise PermanentError(
+            f"item id {item_id[:80]!r} is not a Jellyfin id (32 hex chars or a dashed GUID)"
+        )
+    return re.sub(r"[^0-9a-f]", "", text.lower())
+
+
+def _id_or_none(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return normalize_item_id(value)
+    except PermanentError:
+        return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value != "" else None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _positive_float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if value > 0 else None
+
+
+def parse_media_stream(data: Mapping[str, Any]) -> MediaStream | None:
+    """One `MediaStreams[]` entry; None when it lacks the index ffmpeg needs."""
+    index = _int(data.get("Index"))
+    if index is None:
+        return None
+    return MediaStream(
+        index=index,
+        type=_str(data.get("Type")) or "Unknown",
+        codec=_str(data.get("Codec")),
+        language=_str(data.get("Language")),
+        title=_str(data.get("Title")),
+        channels=_int(data.get("Channels")),
+        width=_int(data.get("Width")),
+        height=_int(data.get("Height")),
+        frame_rate=_positive_float(data.get("RealFrameRate"))
+        or _positive_float(data.get("AverageFrameRate")),
+        is_default=data.get("IsDefault") is True,
+    )
+
+
+def _choose_source(item_id: str, sources: Sequence[Any]) -> Mapping[str, Any] | None:
+    """The media source mirror downloads: the item's own version, else the first.
+
+    An item with several versions lists one source per version; /Items/{id}/Download
+    serves the one whose Id is the item id.
+    """
+    mappings = [source for source in sources if isinstance(source, Mapping)]
+    for source in mappings:
+        if _id_or_none(source.get("Id")) == item_id:
+            return source
+    return mappings[0] if mappings else None
+
+
+def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
+    """A `BaseItemDto` fetched with fields=Path,MediaSources,MediaStreams."""
+    item_id = _id_or_none(data.get("Id"))
+    if item_id is None:
+        raise PermanentError("Jellyfin returned an item without a valid Id")
+    sources = data.get("MediaSources")
+    source = _choose_source(item_id, sources if isinstance(sources, list) else [])
+    raw_streams: Any = None
+    if source is not None:
+        raw_streams = source.get("MediaStreams")
+    if not isinstance(raw_streams, list):
+        raw_streams = data.get("MediaStreams")
+    streams = [
+        parsed
+        for raw in (raw_streams if isinstance(raw_streams, list) else [])
+        if isinstance(raw, Mapping) and (parsed := parse_media_stream(raw)) is not None
+    ]
+    streams.sort(key=lambda stream: stream.index)
+    ticks = _int(data.get("RunTimeTicks"))
+    if ticks is None and source is not None:
+        ticks = _int(source.get("RunTimeTicks"))
+    container = _str(source.get("Container")) if source is not None else None
+    return MediaItem(
+        id=item_id,
+        name=_str(data.get("Name")) or item_id,
+        type=_str(data.get("Type")) or "Unknown",
+        container=container or _str(data.get("Container")),
+        size=_int(source.get("Size")) if source is not None else None,
+        duration_s=ticks / TICKS_PER_SECOND if ticks is not None else None,
+        streams=tuple(streams),
+    )
+
+
+def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
+    """One entry of a library listing; None when it has no usable Id."""
+    item_id = _id_or_none(data.get("Id"))
+    if item_id is None:
+        return None
+    sources = data.get("MediaSources")
+    source = _choose_source(item_id, sources if isinstance(sources, list) else [])
+    return ItemSummary(
+        id=item_id,
+        name=_str(data.get("Name")) or item_id,
+        type=_str(data.get("Type")) or "Unknown",
+        path=_str(data.get("Path")),
+        size=_int(source.get("Size")) if source is not None else None,
+    )
+
+
+def parse_library(data: Mapping[str, Any]) -> Library | None:
+    """One `VirtualFolderInfo`; None when it has no usable ItemId."""
+    item_id = _id_or_none(data.get("ItemId"))
+    if item_id is None:
+        return None
+    return Library(
+        name=_str(data.get("Name")) or item_id,
+        item_id=item_id,
+        collection_type=_str(data.get("CollectionType")),
+    )

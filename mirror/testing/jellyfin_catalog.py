@@ -1,0 +1,311 @@
+"""What the Jellyfin stand-in knows, and the Jellyfin-shaped JSON it answers with.
+
+Kept apart from the HTTP side so the JSON shapes (PascalCase, nulls omitted, 32-hex
+ids) can be read in one place and checked against ../shared/jellyfin/.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import threading
+import urllib.parse
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mirror.item import MediaStream
+
+TICKS_PER_SECOND = 10_000_000
+VERSION = "10.11.11"
+
+# .NET Guid.TryParse formats N, D, B, P: what Jellyfin accepts in ids.
+_DASHED = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_GUID = re.compile(rf"[0-9a-f]{{32}}|{_DASHED}|\{{{_DASHED}\}}|\({_DASHED}\)", re.IGNORECASE)
+_TEXT_SUBTITLES = {"subrip", "srt", "ass", "ssa", "webvtt", "vtt", "mov_text"}
+_CONTENT_TYPES = {
+    ".mkv": "video/x-matroska",
+    ".mp4": "video/mp4",
+    ".m4v": "video/x-m4v",
+    ".webm": "video/webm",
+    ".avi": "video/x-msvideo",
+    ".ts": "video/mp2t",
+    ".mov": "video/quicktime",
+    ".mka": "audio/x-matroska",
+    ".m4a": "audio/mp4",
+}
+
+
+def parse_guid(text: str) -> str | None:
+    """32 lowercase hex chars, or None if Jellyfin would reject `text` as an id."""
+    if _GUID.fullmatch(text.strip()) is None:
+        return None
+    return re.sub(r"[^0-9a-f]", "", text.lower())
+
+
+def parse_authorization(header: str | None) -> dict[str, str] | None:
+    """The key=value pairs of `Authorization: MediaBrowser k="v", ...`, else None."""
+    if not header:
+        return None
+    scheme, _, rest = header.strip().partition(" ")
+    if scheme.lower() != "mediabrowser":
+        return None
+    pairs = re.findall(r'([A-Za-z]+)\s*=\s*(?:"([^"]*)"|([^,\s]*))', rest)
+    return {key: urllib.parse.unquote(quoted or bare) for key, quoted, bare in pairs}
+
+
+def http_date(timestamp: float) -> str:
+    """`Wed, 21 Oct 2015 07:28:00 GMT`, whole seconds like ASP.NET's Last-Modified."""
+    return email.utils.formatdate(int(timestamp), usegmt=True)
+
+
+def content_type_for(path: Path) -> str:
+    return _CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+
+
+def content_disposition(path: Path) -> str:
+    """`attachment; filename="x"; filename*=UTF-8''x` with quotes stripped, as Jellyfin."""
+    name = path.name.replace('"', "")
+    ascii_name = name.encode("ascii", "replace").decode("ascii")
+    quoted = urllib.parse.quote(name, safe="")
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quoted}"
+
+
+def _without_nulls(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def stream_json(stream: MediaStream | Mapping[str, Any]) -> dict[str, Any]:
+    """One `MediaStreams[]` entry; a mapping is raw Jellyfin JSON and is served as is."""
+    if isinstance(stream, Mapping):
+        return dict(stream)
+    is_text_sub = stream.type == "Subtitle" and (stream.codec or "") in _TEXT_SUBTITLES
+    return _without_nulls(
+        {
+            "Codec": stream.codec,
+            "Language": stream.language,
+            "TimeBase": "1/1000",
+            "Title": stream.title,
+            "DisplayTitle": stream.title or (stream.codec or stream.type).upper(),
+            "Channels": stream.channels,
+            "IsDefault": stream.is_default,
+            "IsForced": False,
+            "IsHearingImpaired": False,
+            "Height": stream.height,
+            "Width": stream.width,
+            "AverageFrameRate": stream.frame_rate,
+            "RealFrameRate": stream.frame_rate,
+            "Type": stream.type,
+            "Index": stream.index,
+            "IsExternal": False,
+            "IsTextSubtitleStream": is_text_sub,
+            "SupportsExternalStream": is_text_sub,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class CatalogLibrary:
+    id: str
+    name: str
+    collection_type: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """A `VirtualFolderInfo`."""
+        return _without_nulls(
+            {
+                "Name": self.name,
+                "Locations": [f"/media/{self.name.lower()}"],
+                "CollectionType": self.collection_type,
+                "ItemId": self.id,
+                "RefreshStatus": "Idle",
+            }
+        )
+
+
+@dataclass(frozen=True)
+class CatalogItem:
+    id: str
+    name: str
+    type: str
+    path: Path
+    streams: tuple[dict[str, Any], ...]
+    duration_s: float
+    library_id: str
+    downloadable: bool = True
+    reported_size: int | None = None  # MediaSources Size if not the file's real size
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more BaseItemDto fields
+
+    @property
+    def sort_name(self) -> str:
+        return self.name.casefold()
+
+    def size(self) -> int | None:
+        if self.reported_size is not None:
+            return self.reported_size
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return None
+
+    def to_json(self, fields: Iterable[str], server_id: str) -> dict[str, Any]:
+        """A `BaseItemDto`; Path, MediaSources, MediaStreams only when asked for."""
+        wanted = {name.strip().lower() for name in fields}
+        ticks = round(self.duration_s * TICKS_PER_SECOND)
+        container = self.path.suffix.lstrip(".").lower() or None
+        streams = [dict(stream) for stream in self.streams]
+        source = _without_nulls(
+            {
+                "Protocol": "File",
+                "Id": self.id,
+                "Path": str(self.path),
+                "Type": "Default",
+                "Container": container,
+                "Size": self.size(),
+                "Name": self.path.stem,
+                "IsRemote": False,
+                "RunTimeTicks": ticks,
+                "SupportsDirectPlay": True,
+                "VideoType": "VideoFile",
+                "MediaStreams": streams,
+            }
+        )
+        data: dict[str, Any] = {
+            "Name": self.name,
+            "ServerId": server_id,
+            "Id": self.id,
+            "Container": container,
+            "SortName": self.sort_name if "sortname" in wanted else None,
+            "MediaSources": [source] if "mediasources" in wanted else None,
+            "Path": str(self.path) if "path" in wanted else None,
+            "RunTimeTicks": ticks,
+            "IsFolder": False,
+            "ParentId": self.library_id if "parentid" in wanted else None,
+            "Type": self.type,
+            "MediaStreams": streams if "mediastreams" in wanted else None,
+            "VideoType": "VideoFile",
+            "LocationType": "FileSystem",
+            "MediaType": "Video",
+            **self.extra,
+        }
+        return _without_nulls(data)
+
+
+class Catalog:
+    """Libraries and items, safe to change while the server answers requests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._libraries: dict[str, CatalogLibrary] = {}
+        self._items: dict[str, CatalogItem] = {}
+
+    def add_library(self, name: str, collection_type: str | None = "movies") -> str:
+        library = CatalogLibrary(uuid.uuid4().hex, name, collection_type)
+        with self._lock:
+            self._libraries[library.id] = library
+        return library.id
+
+    def default_library_id(self) -> str:
+        """The first library, made ("Movies") if there is none yet."""
+        with self._lock:
+            if self._libraries:
+                return next(iter(self._libraries))
+        return self.add_library("Movies")
+
+    def add_item(
+        self,
+        path: Path,
+        *,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        item_type: str = "Movie",
+        library_id: str | None = None,
+        item_id: str | None = None,
+        downloadable: bool = True,
+        reported_size: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
+        if item_id is None:
+            new_id = uuid.uuid4().hex
+        else:
+            parsed = parse_guid(item_id)
+            if parsed is None:
+                raise ValueError(f"not a GUID: {item_id!r}")
+            new_id = parsed
+        if library_id is None:
+            library_id = self.default_library_id()
+        elif parse_guid(library_id) not in self._libraries:
+            raise ValueError(f"no library {library_id!r}")
+        item = CatalogItem(
+            id=new_id,
+            name=name,
+            type=item_type,
+            path=Path(path),
+            streams=tuple(stream_json(stream) for stream in streams),
+            duration_s=duration_s,
+            library_id=parse_guid(library_id) or library_id,
+            downloadable=downloadable,
+            reported_size=reported_size,
+            extra=dict(extra or {}),
+        )
+        with self._lock:
+            self._items[new_id] = item
+        return new_id
+
+    def item(self, item_id: str) -> CatalogItem | None:
+        with self._lock:
+            return self._items.get(item_id)
+
+    def libraries(self) -> list[CatalogLibrary]:
+        with self._lock:
+            return list(self._libraries.values())
+
+    def query(
+        self,
+        *,
+        ids: Sequence[str] | None,
+        parent_id: str | None,
+        include_types: Sequence[str],
+        sort_by: Sequence[str],
+    ) -> list[CatalogItem]:
+        """The `/Items` filters, before paging (ids/parentId already normalized)."""
+        with self._lock:
+            items = list(self._items.values())
+        if ids is not None:
+            wanted = set(ids)
+            items = [item for item in items if item.id in wanted]
+        if parent_id is not None:
+            items = [item for item in items if item.library_id == parent_id]
+        if include_types:
+            types = {name.lower() for name in include_types}
+            items = [item for item in items if item.type.lower() in types]
+        if any(key.lower() == "sortname" for key in sort_by):
+            items.sort(key=lambda item: (item.sort_name, item.id))
+        return items
+
+
+def parse_byte_range(header: str, size: int) -> tuple[int, int] | bool | None:
+    """ASP.NET's single-range handling: (first, last) to serve, None to ignore the
+    header and send the whole file (bad syntax, several ranges), False if unsatisfiable.
+    """
+    unit, _, spec = header.strip().partition("=")
+    if unit.strip().lower() != "bytes" or "," in spec:
+        return None
+    first_text, dash, last_text = spec.strip().partition("-")
+    if not dash or not (first_text.isdigit() or last_text.isdigit()):
+        return None
+    if first_text == "":  # suffix range: the last N bytes
+        length = int(last_text)
+        if length == 0 or size == 0:
+            return False
+        return max(0, size - length), size - 1
+    first = int(first_text)
+    last = int(last_text) if last_text.isdigit() else size - 1
+    if last_text and last < first:
+        return None
+    if first >= size:
+        return False
+    return first, min(last, size - 1)

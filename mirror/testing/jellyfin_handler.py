@@ -1,0 +1,398 @@
+"""The request handler of the Jellyfin stand-in and the state it shares with the tests.
+
+Routes, status codes and headers follow ../shared/jellyfin/: 401 with an empty body
+without the `MediaBrowser ... Token="<key>"` header, 400 for ids that are not GUIDs,
+404 for unknown ones, and downloads served like ASP.NET's PhysicalFile with range
+processing (206 + Content-Range, 416 past the end, If-Range against Last-Modified).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import select
+import socket
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from mirror.testing.jellyfin_catalog import (
+    VERSION,
+    Catalog,
+    content_disposition,
+    content_type_for,
+    http_date,
+    parse_authorization,
+    parse_byte_range,
+    parse_guid,
+)
+
+_CHUNK = 1024 * 1024
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One answered request, for assertions (the Authorization header is left out)."""
+
+    method: str
+    path: str
+    query: str
+    range: str | None
+    if_range: str | None
+    status: int
+
+
+@dataclass
+class FailRule:
+    status: int
+    times: int
+    retry_after: int | None
+    path_prefix: str | None
+
+
+class Faults:
+    """The misbehaviour currently asked for; read and changed under `lock`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.unstalled = threading.Condition(self.lock)
+        self.throttle_bps: int | None = None
+        self.stalled = False
+        self.cuts: list[list[int]] = []  # [n_bytes, times left]
+        self.failures: list[FailRule] = []
+
+    def take_failure(self, path: str) -> FailRule | None:
+        with self.lock:
+            for rule in self.failures:
+                if rule.path_prefix is None or path.lower().startswith(rule.path_prefix.lower()):
+                    rule.times -= 1
+                    if rule.times <= 0:
+                        self.failures.remove(rule)
+                    return rule
+        return None
+
+    def take_cut(self, body_length: int) -> int | None:
+        """Bytes after which to drop this response, if a cut applies to a body this long."""
+        with self.lock:
+            if not self.cuts or self.cuts[0][0] >= body_length:
+                return None
+            cut = self.cuts[0]
+            cut[1] -= 1
+            if cut[1] <= 0:
+                self.cuts.pop(0)
+            return cut[0]
+
+
+@dataclass
+class StandInState:
+    """Everything the handler threads and the test share; thread-safe."""
+
+    api_key: str
+    server_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    catalog: Catalog = field(default_factory=Catalog)
+    faults: Faults = field(default_factory=Faults)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    log: list[RequestRecord] = field(default_factory=list)
+    bytes_served: int = 0
+    connections: set[socket.socket] = field(default_factory=set)
+
+    def record(self, record: RequestRecord) -> None:
+        with self.lock:
+            self.log.append(record)
+
+    def count_served(self, n_bytes: int) -> None:
+        with self.lock:
+            self.bytes_served += n_bytes
+
+    def track(self, conn: socket.socket, *, open_: bool) -> None:
+        with self.lock:
+            if open_:
+                self.connections.add(conn)
+            else:
+                self.connections.discard(conn)
+
+    def hang_up_all(self) -> None:
+        """Shut every open connection, waking handler threads blocked on them."""
+        with self.lock:
+            connections = list(self.connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+class StandInHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], state: StandInState) -> None:
+        self.state = state
+        super().__init__(address, JellyfinHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients hanging up mid-answer is the normal case here, not worth a traceback."""
+
+
+class JellyfinHandler(BaseHTTPRequestHandler):
+    """Answers one connection's requests like Jellyfin's controllers do."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, like Kestrel
+    server_version = "Kestrel"
+    sys_version = ""
+    server: StandInHTTPServer
+
+    @property
+    def state(self) -> StandInState:
+        return self.server.state
+
+    def setup(self) -> None:
+        super().setup()
+        self.state.track(self.connection, open_=True)
+
+    def finish(self) -> None:
+        self.state.track(self.connection, open_=False)
+        with contextlib.suppress(OSError):  # a client or a cut fault closed the socket
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read `requests` instead of stderr."""
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        url = urlsplit(self.path)
+        self.state.record(
+            RequestRecord(
+                method=self.command,
+                path=url.path,
+                query=url.query,
+                range=self.headers.get("Range"),
+                if_range=self.headers.get("If-Range"),
+                status=code,
+            )
+        )
+        super().send_response(code, message)
+
+    # routing ----------------------------------------------------------------------
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
+        query = {key.lower(): values[-1] for key, values in parse_qs(url.query).items()}
+        rule = self.state.faults.take_failure(path)
+        if rule is not None:
+            self._send_failure(rule)
+            return
+        parts = [part.lower() for part in path.strip("/").split("/")]
+        if parts == ["system", "info", "public"]:
+            self._send_json(self._public_info())
+            return
+        auth = parse_authorization(self.headers.get("Authorization"))
+        if auth is None or auth.get("Token") != self.state.api_key:
+            self._send_body(401, b"")
+            return
+        if parts == ["items"]:
+            self._answer_items(query)
+        elif parts == ["library", "virtualfolders"]:
+            self._send_json([lib.to_json() for lib in self.state.catalog.libraries()])
+        elif len(parts) == 3 and parts[0] == "items" and parts[2] == "download":
+            self._answer_download(parts[1])
+        elif len(parts) == 2 and parts[0] == "items":
+            # With an API key and no userId, Jellyfin looks up user Guid.Empty: 400.
+            self._send_text(400, "Error processing request.")
+        else:
+            self._send_not_found()
+
+    def _public_info(self) -> dict[str, Any]:
+        return {
+            "LocalAddress": f"http://{self.server.server_address[0]!s}",
+            "ServerName": "mirror stand-in",
+            "Version": VERSION,
+            "ProductName": "Jellyfin Server",
+            "Id": self.state.server_id,
+            "StartupWizardCompleted": True,
+        }
+
+    def _answer_items(self, query: Mapping[str, str]) -> None:
+        ids: list[str] | None = None
+        if "ids" in query:
+            parsed = [parse_guid(text) for text in query["ids"].split(",") if text]
+            if any(value is None for value in parsed):
+                self._send_text(400, "Error processing request.")
+                return
+            ids = [value for value in parsed if value is not None]
+        parent_id = None
+        if query.get("parentid"):
+            parent_id = parse_guid(query["parentid"])
+            if parent_id is None:
+                self._send_text(400, "Error processing request.")
+                return
+        try:
+            start = int(query.get("startindex") or 0)
+            limit = int(query["limit"]) if query.get("limit") else None
+        except ValueError:
+            self._send_text(400, "Error processing request.")
+            return
+        items = self.state.catalog.query(
+            ids=ids,
+            parent_id=parent_id,
+            include_types=[t for t in query.get("includeitemtypes", "").split(",") if t],
+            sort_by=query.get("sortby", "").split(","),
+        )
+        page = items[start:] if limit is None else items[start : start + limit]
+        fields = query.get("fields", "").split(",")
+        self._send_json(
+            {
+                "Items": [item.to_json(fields, self.state.server_id) for item in page],
+                "TotalRecordCount": len(items),
+                "StartIndex": start,
+            }
+        )
+
+    def _answer_download(self, raw_id: str) -> None:
+        item_id = parse_guid(raw_id)
+        if item_id is None:
+            self._send_text(400, "Error processing request.")
+            return
+        item = self.state.catalog.item(item_id)
+        if item is None:
+            self._send_not_found()
+            return
+        if not item.downloadable:
+            self._send_text(400, "Error processing request.")
+            return
+        with item.path.open("rb") as file:
+            stat = os.fstat(file.fileno())
+            size, last_modified = stat.st_size, http_date(stat.st_mtime)
+            byte_range: tuple[int, int] | None = None
+            range_header, if_range = self.headers.get("Range"), self.headers.get("If-Range")
+            # If-Range with another date means the client's bytes are stale: whole file.
+            if range_header and (if_range is None or if_range.strip() == last_modified):
+                parsed = parse_byte_range(range_header, size)
+                if parsed is False:
+                    self._send_body(416, b"", {"Content-Range": f"bytes */{size}"})
+                    return
+                byte_range = parsed if isinstance(parsed, tuple) else None
+            first, last = byte_range or (0, size - 1)
+            self.send_response(206 if byte_range else 200)
+            self.send_header("Content-Type", content_type_for(item.path))
+            self.send_header("Content-Length", str(last - first + 1))
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("Last-Modified", last_modified)
+            self.send_header("Content-Disposition", content_disposition(item.path))
+            if byte_range:
+                self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+            self.end_headers()
+            self._send_file(file, first, last - first + 1)
+
+    # download body ----------------------------------------------------------------
+    def _send_file(self, file: Any, offset: int, length: int) -> None:
+        """sendfile() in slices, so throttles, cuts and stalls apply between them."""
+        faults = self.state.faults
+        cut_at = faults.take_cut(length)
+        sent = 0
+        while sent < length:
+            if not self._wait_while_stalled():
+                return
+            with faults.lock:
+                rate = faults.throttle_bps
+            size = min(length - sent, _CHUNK)
+            if rate:
+                size = min(size, max(1, rate // 20))
+            if cut_at is not None:
+                size = min(size, cut_at - sent)
+                if size <= 0:
+                    self._hang_up()
+                    return
+            # Counted before sending: a client holding the bytes always sees them counted.
+            self.state.count_served(size)
+            try:
+                n = os.sendfile(self.connection.fileno(), file.fileno(), offset + sent, size)
+            except OSError:
+                n = 0
+            self.state.count_served(n - size)
+            if n == 0:
+                self.close_connection = True
+                return
+            sent += n
+            if rate and self.state.stopping.wait(n / rate):
+                self._hang_up()
+                return
+
+    def _wait_while_stalled(self) -> bool:
+        """Block while downloads are stalled; False once the client or server gave up."""
+        faults = self.state.faults
+        while True:
+            with faults.lock:
+                if not faults.stalled:
+                    return not self.state.stopping.is_set()
+                faults.unstalled.wait(_POLL_S)
+            if self.state.stopping.is_set() or self._client_gone():
+                self._hang_up()
+                return False
+
+    def _client_gone(self) -> bool:
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
+        return peeked == b""
+
+    def _hang_up(self) -> None:
+        """Drop the connection mid-answer, as a proxy cutting a long download does."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    # plain answers ----------------------------------------------------------------
+    def _send_failure(self, rule: FailRule) -> None:
+        headers: dict[str, str] = {}
+        if rule.retry_after is not None:
+            headers["Retry-After"] = str(rule.retry_after)
+        if rule.status == 503:
+            headers["Message"] = "Jellyfin server is starting"
+            self._send_body(503, b"", headers)
+        elif rule.status == 401:
+            self._send_body(401, b"", headers)
+        else:
+            self._send_body(rule.status, b"Error processing request.", headers, "text/plain")
+
+    def _send_not_found(self) -> None:
+        problem = {
+            "type": "https://tools.ietf.org/html/rfc9110#section-15.5.5",
+            "title": "Not Found",
+            "status": 404,
+            "traceId": f"00-{uuid.uuid4().hex}-{secrets.token_hex(8)}-00",
+        }
+        body = json.dumps(problem).encode()
+        self._send_body(404, body, content_type="application/problem+json; charset=utf-8")
+
+    def _send_text(self, status: int, text: str) -> None:
+        self._send_body(status, text.encode(), content_type="text/plain")
+
+    def _send_json(self, data: Any) -> None:
+        body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        self._send_body(200, body, content_type="application/json; charset=utf-8")
+
+    def _send_body(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        content_type: str | None = None,
+    ) -> None:
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if body:
+            self.wfile.write(body)

@@ -1,0 +1,249 @@
+"""A real HTTP server answering like Jellyfin, for tests and the demo.
+
+It speaks the slice of the API mirror uses exactly as ../shared/jellyfin/ describes it
+(status codes, headers, PascalCase JSON, Range/If-Range on downloads), and can be told
+to misbehave the way real deployments do: slow links, proxies that cut long downloads,
+a server that is still starting, a download that hangs. Faults can be set while it runs.
+
+Standalone (for the demo or another process's fixture):
+    python -m mirror.testing.jellyfin_server --media movie.mkv --api-key KEY --port 8096
+prints one JSON line with the url, key and item ids, then serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import signal
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mirror.item import MediaStream
+from mirror.testing.jellyfin_catalog import Catalog
+from mirror.testing.jellyfin_handler import (
+    FailRule,
+    RequestRecord,
+    StandInHTTPServer,
+    StandInState,
+)
+
+__all__ = ["JellyfinStandIn", "RequestRecord"]
+
+
+class JellyfinStandIn:
+    """A Jellyfin look-alike on 127.0.0.1 (port 0 by default); start(), then use `.url`."""
+
+    def __init__(
+        self, api_key: str | None = None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self._state = StandInState(api_key=api_key or secrets.token_hex(16))
+        self._address = (host, port)
+        self._server: StandInHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # life cycle -------------------------------------------------------------------
+    def start(self) -> JellyfinStandIn:
+        self._state.stopping.clear()
+        self._server = StandInHTTPServer(self._address, self._state)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # stop() waits for one poll
+            name="jellyfin-stand-in",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and hang up on every open connection (stalled ones included)."""
+        state = self._state
+        state.stopping.set()
+        with state.faults.lock:
+            state.faults.unstalled.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        state.hang_up_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> JellyfinStandIn:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the stand-in is not running")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def api_key(self) -> str:
+        return self._state.api_key
+
+    @property
+    def server_id(self) -> str:
+        return self._state.server_id
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._state.catalog
+
+    # catalog ----------------------------------------------------------------------
+    def add_library(self, name: str, collection_type: str | None = "movies") -> str:
+        """A library (virtual folder); returns its id, the parentId for listings."""
+        return self._state.catalog.add_library(name, collection_type)
+
+    def add_item(
+        self,
+        path: Path,
+        *,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        item_type: str = "Movie",
+        library_id: str | None = None,
+        item_id: str | None = None,
+        downloadable: bool = True,
+        reported_size: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Serve `path` as an item; returns its 32-hex id.
+
+        `streams` may be raw Jellyfin MediaStreams JSON, served verbatim. Without a
+        library the item goes to the first one ("Movies", made if needed).
+        `downloadable=False` answers /Download with 400 like a folder rip;
+        `reported_size` overrides MediaSources Size (a library not rescanned yet).
+        """
+        return self._state.catalog.add_item(
+            path,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            item_type=item_type,
+            library_id=library_id,
+            item_id=item_id,
+            downloadable=downloadable,
+            reported_size=reported_size,
+            extra=extra,
+        )
+
+    # faults -----------------------------------------------------------------------
+    def throttle(self, bytes_per_s: int | None) -> None:
+        """Send download bodies at about this rate (None: as fast as possible)."""
+        with self._state.faults.lock:
+            self._state.faults.throttle_bps = bytes_per_s or None
+
+    def cut_after(self, n_bytes: int, times: int = 1) -> None:
+        """Drop the connection after `n_bytes` of a download body, for `times` downloads.
+
+        Only bodies longer than `n_bytes` are cut (and use up one of the `times`).
+        """
+        with self._state.faults.lock:
+            self._state.faults.cuts.append([n_bytes, times])
+
+    def fail_next(
+        self,
+        status: int,
+        times: int = 1,
+        retry_after: int | None = None,
+        path_prefix: str | None = None,
+    ) -> None:
+        """Answer the next `times` requests (under `path_prefix`, if given) with `status`.
+
+        Checked before authentication, like a server that is still starting.
+        """
+        with self._state.faults.lock:
+            self._state.faults.failures.append(FailRule(status, times, retry_after, path_prefix))
+
+    def stall_downloads(self, stalled: bool) -> None:
+        """Stalled: download answers send headers, then nothing until un-stalled."""
+        faults = self._state.faults
+        with faults.lock:
+            faults.stalled = stalled
+            faults.unstalled.notify_all()
+
+    def clear_faults(self) -> None:
+        faults = self._state.faults
+        with faults.lock:
+            faults.throttle_bps = None
+            faults.cuts.clear()
+            faults.failures.clear()
+            faults.stalled = False
+            faults.unstalled.notify_all()
+
+    # observations -----------------------------------------------------------------
+    @property
+    def downloads_bytes_served(self) -> int:
+        """Download body bytes handed to the kernel so far, over all requests."""
+        with self._state.lock:
+            return self._state.bytes_served
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        """Every answered request so far, oldest first."""
+        with self._state.lock:
+            return list(self._state.log)
+
+    def download_requests(self) -> list[RequestRecord]:
+        return [r for r in self.requests if r.path.lower().endswith("/download")]
+
+    def clear_request_log(self) -> None:
+        with self._state.lock:
+            self._state.log.clear()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve media files as Jellyfin items until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--media", type=Path, action="append", default=[], help="file to serve")
+    parser.add_argument("--api-key", default=None, help="key clients must send (random)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--library", default="Movies")
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        help='JSON list of {"path", "name", "duration_s", "type", "streams": [MediaStreams JSON]}',
+    )
+    args = parser.parse_args(argv)
+    standin = JellyfinStandIn(args.api_key, host=args.host, port=args.port).start()
+    library_id = standin.add_library(args.library)
+    entries: list[dict[str, Any]] = [{"path": str(path)} for path in args.media]
+    if args.catalog:
+        entries += json.loads(args.catalog.read_text(encoding="utf-8"))
+    items = {
+        entry["path"]: standin.add_item(
+            Path(entry["path"]),
+            name=entry.get("name") or Path(entry["path"]).stem,
+            streams=entry.get("streams", []),
+            duration_s=float(entry.get("duration_s", 0.0)),
+            item_type=entry.get("type", "Movie"),
+            library_id=library_id,
+        )
+        for entry in entries
+    }
+    print(json.dumps({"url": standin.url, "api_key": standin.api_key, "items": items}), flush=True)
+    done = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: done.set())
+    done.wait()
+    standin.stop()
+
+
+if __name__ == "__main__":
+    main()

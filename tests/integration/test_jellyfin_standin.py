@@ -1,0 +1,257 @@
+"""The Jellyfin stand-in speaks the protocol of ../shared/jellyfin/, checked with raw HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import select
+import time
+import uuid
+from collections.abc import Iterator
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from mirror.item import MediaStream
+from mirror.testing.jellyfin_server import JellyfinStandIn
+
+SIZE = 100_000
+
+
+@pytest.fixture
+def media(tmp_path: Path) -> Path:
+    path = tmp_path / 'Big "Buck" Bunny (2008).mkv'
+    path.write_bytes(os.urandom(SIZE))
+    return path
+
+
+@pytest.fixture
+def conn(jellyfin: JellyfinStandIn) -> Iterator[http.client.HTTPConnection]:
+    url = urlsplit(jellyfin.url)
+    connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+    yield connection
+    connection.close()
+
+
+def get(
+    conn: http.client.HTTPConnection,
+    standin: JellyfinStandIn,
+    path: str,
+    *,
+    auth: str | None = "default",
+    **headers: str,
+) -> tuple[http.client.HTTPResponse, bytes]:
+    if auth == "default":
+        auth = f'MediaBrowser Client="test", Device="t", DeviceId="1", Token="{standin.api_key}"'
+    if auth is not None:
+        headers["Authorization"] = auth
+    conn.request("GET", path, headers={k.replace("_", "-"): v for k, v in headers.items()})
+    response = conn.getresponse()
+    return response, response.read()
+
+
+def get_json(conn: http.client.HTTPConnection, standin: JellyfinStandIn, path: str) -> Any:
+    response, body = get(conn, standin, path)
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "application/json; charset=utf-8"
+    return json.loads(body)
+
+
+def test_every_call_but_public_info_needs_the_key_and_401_has_an_empty_body(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    for path in ("/Items?ids=" + item_id, "/Library/VirtualFolders", f"/Items/{item_id}/Download"):
+        for auth in (None, 'MediaBrowser Token="nope"', f"Bearer {jellyfin.api_key}"):
+            response, body = get(conn, jellyfin, path, auth=auth)
+            assert (response.status, body, response.getheader("Content-Length")) == (401, b"", "0")
+    # key=value pairs in any order and spacing, unquoted too
+    unquoted = f"MediaBrowser Token={jellyfin.api_key}, Client=x"
+    response, _ = get(conn, jellyfin, "/Library/VirtualFolders", auth=unquoted)
+    assert response.status == 200
+    info = get_json(conn, jellyfin, "/System/Info/Public")
+    response, _ = get(conn, jellyfin, "/System/Info/Public", auth=None)
+    assert response.status == 200
+    assert info["Version"] and info["Id"] == jellyfin.server_id
+
+
+def test_download_headers_and_ranges_follow_aspnet_physical_file(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    content = media.read_bytes()
+    last_modified = formatdate(int(media.stat().st_mtime), usegmt=True)
+    path = f"/Items/{item_id}/Download"
+
+    full, body = get(conn, jellyfin, path)
+    assert (full.status, body) == (200, content)
+    assert full.getheader("Content-Length") == str(SIZE)
+    assert full.getheader("Content-Type") == "video/x-matroska"
+    assert full.getheader("Accept-Ranges") == "bytes"
+    assert full.getheader("Last-Modified") == last_modified
+    assert full.getheader("ETag") is None
+    assert full.getheader("Content-Disposition") == (
+        'attachment; filename="Big Buck Bunny (2008).mkv"; '
+        "filename*=UTF-8''Big%20Buck%20Bunny%20%282008%29.mkv"
+    )
+
+    tail, body = get(conn, jellyfin, path, Range="bytes=1000-")
+    assert (tail.status, body) == (206, content[1000:])
+    assert tail.getheader("Content-Range") == f"bytes 1000-{SIZE - 1}/{SIZE}"
+    assert tail.getheader("Content-Length") == str(SIZE - 1000)
+
+    middle, body = get(conn, jellyfin, path, Range="bytes=10-19")
+    assert (middle.status, body, middle.getheader("Content-Range")) == (
+        206,
+        content[10:20],
+        f"bytes 10-19/{SIZE}",
+    )
+
+    past_end, body = get(conn, jellyfin, path, Range=f"bytes={SIZE}-")
+    assert (past_end.status, body) == (416, b"")
+    assert past_end.getheader("Content-Range") == f"bytes */{SIZE}"
+
+    same, body = get(conn, jellyfin, path, Range="bytes=5-", If_Range=last_modified)
+    assert (same.status, body) == (206, content[5:])
+    older = "Thu, 01 Jan 2015 00:00:00 GMT"
+    stale, body = get(conn, jellyfin, path, Range="bytes=5-", If_Range=older)
+    assert (stale.status, body) == (200, content)
+
+    # All of it over one keep-alive connection, as HTTP/1.1 clients expect.
+    assert conn.sock is not None
+
+
+def test_ids_must_be_guids_and_unknown_ones_are_404(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    dashed = str(uuid.UUID(item_id)).upper()
+
+    response, body = get(conn, jellyfin, "/Items/not-a-guid/Download")
+    assert (response.status, body) == (400, b"Error processing request.")
+    response, body = get(conn, jellyfin, f"/Items/{uuid.uuid4().hex}/Download")
+    assert response.status == 404 and json.loads(body)["status"] == 404
+    response, _ = get(conn, jellyfin, f"/Items/{dashed}/Download", Range="bytes=0-0")
+    assert response.status == 206
+
+    found = get_json(conn, jellyfin, f"/Items?ids={dashed}")
+    assert [item["Id"] for item in found["Items"]] == [item_id]
+    unknown = get_json(conn, jellyfin, f"/Items?ids={uuid.uuid4()}")
+    assert unknown == {"Items": [], "TotalRecordCount": 0, "StartIndex": 0}
+    response, _ = get(conn, jellyfin, "/Items?ids=nope")
+    assert response.status == 400
+    # With an API key and no userId, /Items/{id} fails like the real server.
+    response, body = get(conn, jellyfin, f"/Items/{item_id}")
+    assert (response.status, body) == (400, b"Error processing request.")
+
+
+def test_item_json_is_pascal_case_without_nulls_and_fields_on_request(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    library = jellyfin.add_library("Films")
+    item_id = jellyfin.add_item(
+        media,
+        name="x",
+        streams=[
+            MediaStream(0, "Video", "h264", width=640, height=360, frame_rate=25.0),
+            MediaStream(1, "Audio", "aac", channels=2),
+        ],
+        duration_s=4.5,
+        library_id=library,
+    )
+    bare = get_json(conn, jellyfin, f"/Items?ids={item_id}")["Items"][0]
+    assert {"Path", "MediaSources", "MediaStreams"}.isdisjoint(bare)
+    assert (bare["Id"], bare["Type"], bare["RunTimeTicks"]) == (item_id, "Movie", 45_000_000)
+
+    full = get_json(conn, jellyfin, f"/Items?ids={item_id}&fields=Path,MediaSources,MediaStreams")
+    item = full["Items"][0]
+    source = item["MediaSources"][0]
+    assert (source["Id"], source["Size"], source["Path"]) == (item_id, SIZE, str(media))
+    audio = source["MediaStreams"][1]
+    assert audio["Type"] == "Audio" and audio["Channels"] == 2
+    assert "Language" not in audio and "Width" not in audio  # nulls omitted
+    assert item["MediaStreams"] == source["MediaStreams"]
+
+    libraries = get_json(conn, jellyfin, "/Library/VirtualFolders")
+    assert [(lib["Name"], lib["ItemId"], lib["CollectionType"]) for lib in libraries] == [
+        ("Films", library, "movies")
+    ]
+
+
+def test_cut_drops_the_connection_mid_body_and_fail_next_matches_its_prefix(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    path = f"/Items/{item_id}/Download"
+    jellyfin.cut_after(30_000)
+    jellyfin.fail_next(503, retry_after=2, path_prefix=path)
+
+    response, body = get(conn, jellyfin, "/Library/VirtualFolders")
+    assert response.status == 200  # other paths unaffected
+    response, body = get(conn, jellyfin, path)
+    assert (response.status, response.getheader("Retry-After")) == (503, "2")
+    conn.request("GET", path, headers={"Authorization": f'MediaBrowser Token="{jellyfin.api_key}"'})
+    cut = conn.getresponse()
+    with pytest.raises(http.client.IncompleteRead) as caught:
+        cut.read()
+    assert len(caught.value.partial) == 30_000
+    conn.close()
+    response, body = get(conn, jellyfin, path)  # the cut was used up
+    assert (response.status, len(body)) == (200, SIZE)
+    assert jellyfin.downloads_bytes_served == 30_000 + SIZE
+
+
+def test_stalled_download_sends_headers_then_resumes_when_released(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    jellyfin.stall_downloads(True)
+    conn.request(
+        "GET",
+        f"/Items/{item_id}/Download",
+        headers={"Authorization": f'MediaBrowser Token="{jellyfin.api_key}"'},
+    )
+    response = conn.getresponse()
+    assert response.status == 200
+    assert conn.sock is not None
+    readable, _, _ = select.select([conn.sock], [], [], 0.3)
+    assert readable == []  # headers only, then silence
+    jellyfin.stall_downloads(False)
+    assert len(response.read(SIZE)) == SIZE
+
+
+def test_throttle_slows_the_body_down(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    jellyfin.throttle(400_000)
+    began = time.monotonic()
+    _, body = get(conn, jellyfin, f"/Items/{item_id}/Download")
+    assert len(body) == SIZE
+    assert 0.2 <= time.monotonic() - began < 2  # 100 kB at 400 kB/s
+
+
+def test_stop_ends_even_a_stalled_download(media: Path) -> None:
+    standin = JellyfinStandIn().start()
+    item_id = standin.add_item(media, name="x", streams=[], duration_s=1)
+    standin.stall_downloads(True)
+    url = urlsplit(standin.url)
+    connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+    try:
+        connection.request(
+            "GET",
+            f"/Items/{item_id}/Download",
+            headers={"Authorization": f'MediaBrowser Token="{standin.api_key}"'},
+        )
+        response = connection.getresponse()
+        began = time.monotonic()
+        standin.stop()
+        with pytest.raises(http.client.IncompleteRead):
+            response.read()
+        assert time.monotonic() - began < 2
+    finally:
+        connection.close()
