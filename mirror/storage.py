@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from botocore.exceptions import (
 from s3transfer.manager import TransferConfig, TransferManager
 
 from mirror.errors import ConfigError, MirrorError, PermanentError, TransientError
+from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.upload_run import RunSubscriber, UploadRun
 
@@ -52,20 +52,14 @@ def _join_key(prefix: str, *parts: str) -> str:
     return "/".join((clean_prefix, *parts)) if clean_prefix else "/".join(parts)
 
 
-def audio_file_name(stream_index: int, language: str | None) -> str:
-    """`<index>-<lang>.m4a`, lang lowercase [a-z0-9] or `und`: safe as a key and a path."""
-    lang = re.sub(r"[^a-z0-9]", "", (language or "").lower()) or "und"
-    return f"{stream_index}-{lang}.m4a"
-
-
 def video_key(prefix: str, item_id: str) -> str:
     """`<prefix>/<item_id>/video.mp4` (no leading slash when the prefix is empty)."""
-    return _join_key(prefix, item_id, "video.mp4")
+    return _join_key(prefix, item_id, VIDEO_FILE_NAME)
 
 
 def audio_key(prefix: str, item_id: str, stream_index: int, language: str | None) -> str:
     """`<prefix>/<item_id>/audio/<index>-<lang>.m4a`."""
-    return _join_key(prefix, item_id, "audio", audio_file_name(stream_index, language))
+    return _join_key(prefix, item_id, AUDIO_DIR, audio_file_name(stream_index, language))
 
 
 @dataclass(frozen=True, slots=True)

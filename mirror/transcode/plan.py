@@ -8,13 +8,13 @@ encoding into a minute of remuxing.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from mirror.errors import ConfigError, PermanentError
 from mirror.item import MediaItem, MediaStream
+from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
 
 VideoCodecSetting = Literal["auto", "copy", "libx264"]
 AudioCodecSetting = Literal["auto", "copy", "aac"]
@@ -25,9 +25,6 @@ AUDIO_CODEC_SETTINGS: tuple[str, ...] = ("auto", "copy", "aac")
 # Jellyfin spells codecs the way ffprobe does; "avc" shows up from some older probes.
 _H264_NAMES = frozenset({"h264", "avc", "avc1"})
 _AAC_NAMES = frozenset({"aac"})
-
-VIDEO_NAME = "video.mp4"
-AUDIO_DIR = "audio"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,24 +127,13 @@ def count_frames(duration_s: float | None, frame_rate: float | None) -> int | No
     return max(1, round(duration_s * frame_rate))
 
 
-def audio_file_name(stream: MediaStream) -> str:
-    """`<index>-<lang>.m4a`: the index keeps two tracks in one language apart."""
-    return f"{stream.index}-{sanitize_language(stream.language)}.m4a"
-
-
-def sanitize_language(language: str | None) -> str:
-    """A language tag safe for file names and S3 keys: [a-z0-9], `und` when unknown."""
-    cleaned = re.sub(r"[^a-z0-9]", "", (language or "").lower())[:16]
-    return cleaned or "und"
-
-
 def _plan_video(
     stream: MediaStream, work_dir: Path, setting: str, *, preset: str, crf: int
 ) -> VideoOutput:
     copy = setting == "copy" or (setting == "auto" and _is(stream.codec, _H264_NAMES))
     return VideoOutput(
-        path=work_dir / VIDEO_NAME,
-        relative_path=VIDEO_NAME,
+        path=work_dir / VIDEO_FILE_NAME,
+        relative_path=VIDEO_FILE_NAME,
         stream_index=stream.index,
         codec="copy" if copy else "libx264",
         source_codec=stream.codec,
@@ -158,9 +144,10 @@ def _plan_video(
 
 def _plan_audio(stream: MediaStream, work_dir: Path, setting: str, *, bitrate: str) -> AudioOutput:
     copy = setting == "copy" or (setting == "auto" and _is(stream.codec, _AAC_NAMES))
-    relative_path = f"{AUDIO_DIR}/{audio_file_name(stream)}"
+    file_name = audio_file_name(stream.index, stream.language)
+    relative_path = f"{AUDIO_DIR}/{file_name}"
     return AudioOutput(
-        path=work_dir / AUDIO_DIR / audio_file_name(stream),
+        path=work_dir / AUDIO_DIR / file_name,
         relative_path=relative_path,
         stream_index=stream.index,
         codec="copy" if copy else "aac",

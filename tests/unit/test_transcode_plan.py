@@ -6,8 +6,9 @@ import pytest
 
 from mirror.errors import ConfigError, PermanentError
 from mirror.item import MediaItem, MediaStream
+from mirror.naming import sanitize_language
 from mirror.transcode import plan_transcode
-from mirror.transcode.plan import count_frames, sanitize_language
+from mirror.transcode.plan import count_frames
 
 WORK = Path("/work/item")
 SOURCE = WORK / "source.mkv"

@@ -1,0 +1,19 @@
+"""Output names shared by the local files ffmpeg writes and the S3 keys they go to."""
+
+from __future__ import annotations
+
+import re
+
+VIDEO_FILE_NAME = "video.mp4"
+AUDIO_DIR = "audio"
+
+
+def sanitize_language(language: str | None) -> str:
+    """A language tag safe for file names and S3 keys: [a-z0-9], `und` when unknown."""
+    cleaned = re.sub(r"[^a-z0-9]", "", (language or "").lower())[:16]
+    return cleaned or "und"
+
+
+def audio_file_name(stream_index: int, language: str | None) -> str:
+    """`<index>-<lang>.m4a`: the index keeps two tracks in one language apart."""
+    return f"{stream_index}-{sanitize_language(language)}.m4a"
