@@ -47,14 +47,21 @@ class MediaItem:
         return tuple(s for s in self.streams if s.type == "Audio")
 
 
+# .NET's Guid.TryParse formats N, D, B and P: the API sends N, webhook templates send D.
 _ITEM_ID = re.compile(
-    r"^(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
+    r"[0-9a-f]{32}"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}"
+    r"|\([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\)"
 )
 
 
 def normalize_item_id(raw: str) -> str:
-    """Jellyfin ids as stored: 32 lowercase hex chars (dashed or upper-case GUIDs accepted)."""
+    """Jellyfin ids as stored: 32 lowercase hex chars from any GUID spelling Jellyfin accepts.
+
+    Raises ValueError for anything else, so arbitrary text never reaches SQL or a URL.
+    """
     candidate = raw.strip().lower()
-    if not _ITEM_ID.match(candidate):
-        raise ValueError(f"not a Jellyfin item id: {raw!r} (expected 32 hex characters)")
-    return candidate.replace("-", "")
+    if not _ITEM_ID.fullmatch(candidate):
+        raise ValueError(f"not a Jellyfin item id: {raw[:80]!r} (expected 32 hex characters)")
+    return re.sub(r"[^0-9a-f]", "", candidate)

@@ -6,24 +6,15 @@ and anything missing becomes None rather than an error.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mirror import item
 from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
 
 TICKS_PER_SECOND = 10_000_000  # Jellyfin's RunTimeTicks are 100 ns ticks
-
-# .NET's Guid.TryParse formats N, D, B and P: the webhook sends D, the API sends N.
-_GUID = re.compile(
-    r"[0-9a-f]{32}"
-    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    r"|\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}"
-    r"|\([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\)",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +52,12 @@ def normalize_item_id(item_id: str) -> str:
     Raises PermanentError for anything else: such an id can never name an item, and
     checking here keeps arbitrary text out of request paths.
     """
-    text = item_id.strip()
-    if not _GUID.fullmatch(text):
+    try:
+        return item.normalize_item_id(item_id)
+    except ValueError:
         raise PermanentError(
             f"item id {item_id[:80]!r} is not a Jellyfin id (32 hex chars or a dashed GUID)"
-        )
-    return re.sub(r"[^0-9a-f]", "", text.lower())
+        ) from None
 
 
 def _id_or_none(value: Any) -> str | None:
