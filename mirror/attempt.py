@@ -95,6 +95,7 @@ def run_attempt(
         lease_timeout=policy.lease_timeout,
         abort=abort,
         attempt=lease.job.attempts,
+        log=log,
     )
     try:
         with heartbeat:
@@ -104,7 +105,9 @@ def run_attempt(
         # When the attempt was stopped from outside, an adapter may surface a secondary
         # error (a killed ffmpeg, a closed socket): the stop reason is the real one.
         error: BaseException = abort.reason or raised
-        return _record_fate(lease, error, store, policy, log)
+        latest = heartbeat.latest()
+        phase_log = log.bind(phase=latest.phase if latest else "metadata")
+        return _record_fate(lease, error, store, policy, phase_log)
 
 
 def _record_fate(

@@ -58,6 +58,7 @@ class Heartbeat:
         abort: AbortSignal | None = None,
         clock: Clock = time.monotonic,
         attempt: int | None = None,
+        log: logging.LoggerAdapter[logging.Logger] | None = None,
     ) -> None:
         self.store = store
         self.job_id = job_id
@@ -68,6 +69,7 @@ class Heartbeat:
         self.abort = abort if abort is not None else AbortSignal()
         self.clock = clock
         self.attempt = attempt
+        self.log = log
         self.writes = 0  # successful writes, for tests and metrics
 
         self._lock = threading.Lock()  # guards the fields below and serializes writes
@@ -87,9 +89,12 @@ class Heartbeat:
         self.abort.raise_if_set()
         now = self.clock()
         with self._lock:
-            if progress != self._latest:
+            previous = self._latest
+            if progress != previous:
                 self._latest = progress
                 self._last_progress_change = now
+        if self.log is not None and (previous is None or previous.phase != progress.phase):
+            self.log.info("phase=%s started", progress.phase)
         self.beat_if_due(now)
         self.abort.raise_if_set()
 

@@ -92,6 +92,8 @@ class MirrorPipeline:
         self.store.check_bucket()
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
             source = workspace.file(f"source.{_extension(item.container)}")
+            # Planning first: an item with nothing to mirror fails before any download.
+            plan = self._plan(item, workspace.file("out"), source)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
 
@@ -104,7 +106,6 @@ class MirrorPipeline:
             )
             heartbeat.flush()
 
-            plan = self._plan(item, workspace.file("out"), source)
             run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
             heartbeat.flush()
 

@@ -165,3 +165,18 @@ def test_heartbeats_keep_up_during_a_throttled_download(
     assert len(bytes_seen) > 20
     assert max_lag <= 2.0
     assert bytes_seen == sorted(bytes_seen) and bytes_seen[-1] > bytes_seen[0]
+
+
+def test_item_without_video_fails_before_downloading(
+    stack: Stack, sample_h264_aac: SampleMedia
+) -> None:
+    audio_only = [s for s in sample_h264_aac.streams if s.type != "Video"]
+    item = stack.jellyfin.add_item(
+        sample_h264_aac.path, name="Audio book", streams=audio_only, duration_s=4.0
+    )
+    stack.mirror("enqueue", item)
+    stack.mirror("worker", "--burst")
+    job = stack.job(item)
+    assert job.status == "failed"
+    assert job.error is not None and "no video stream" in job.error
+    assert stack.jellyfin.download_requests() == []
