@@ -12,6 +12,7 @@ import socket
 from sqlalchemy import Engine
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.db.attempts import AttemptLog
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.repository import JobRepository, Lease
 from mirror.jellyfin import JellyfinClient
@@ -84,7 +85,9 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
     options = transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
     media = jellyfin_client(settings)
     store = s3_storage(settings)
-    repo = JobRepository(database_engine(settings))
+    engine = database_engine(settings)
+    repo = JobRepository(engine)
+    history = AttemptLog(engine)
     pipeline = MirrorPipeline(
         media=media,
         store=store,
@@ -104,7 +107,9 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
 
     def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
         log = job_log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts)
-        outcome = run_attempt(lease, abort, store=repo, pipeline=pipeline, policy=policy, log=log)
+        outcome = run_attempt(
+            lease, abort, store=repo, pipeline=pipeline, policy=policy, log=log, history=history
+        )
         log.info("attempt ended: %s", outcome.value)
         return outcome
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.exc import DBAPIError
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
+from mirror.db.attempts import AttemptStats
 from mirror.db.repository import Fence, Lease
 from mirror.errors import (
     InsufficientSpace,
@@ -39,6 +40,14 @@ class Outcome(enum.Enum):
     RELEASED = "released"  # back to new without using an attempt
     CANCELLED = "cancelled"
     LEASE_LOST = "lease_lost"
+
+
+class AttemptHistory(Protocol):
+    """Closes the attempt's history row (AttemptLog)."""
+
+    def end_attempt(
+        self, token: uuid.UUID, outcome: str, error: str | None, stats: AttemptStats
+    ) -> bool: ...
 
 
 class AttemptStore(Protocol):
@@ -84,6 +93,7 @@ def run_attempt(
     pipeline: Pipeline,
     policy: AttemptPolicy,
     log: ContextAdapter,
+    history: AttemptHistory | None = None,
 ) -> Outcome:
     """Run the pipeline under a heartbeat and record how the attempt ended."""
     heartbeat = Heartbeat(
@@ -97,17 +107,27 @@ def run_attempt(
         attempt=lease.job.attempts,
         log=log,
     )
+    error: BaseException | None = None
     try:
         with heartbeat:
             pipeline(lease, heartbeat)
-        return Outcome.DONE
+        outcome = Outcome.DONE
     except Exception as raised:  # every ending gets a recorded fate
         # When the attempt was stopped from outside, an adapter may surface a secondary
         # error (a killed ffmpeg, a closed socket): the stop reason is the real one.
-        error: BaseException = abort.reason or raised
+        error = abort.reason or raised
         latest = heartbeat.latest()
         phase_log = log.bind(phase=latest.phase if latest else "metadata")
-        return _record_fate(lease, error, store, policy, phase_log)
+        outcome = _record_fate(lease, error, store, policy, phase_log)
+    if history is not None:
+        message = None if error is None else (str(error) or type(error).__name__)
+        try:
+            _durably(
+                lambda: history.end_attempt(lease.token, outcome.value, message, heartbeat.stats())
+            )
+        except DBAPIError as failure:  # history is for people; the job's fate is recorded
+            log.warning("attempt history not written: %s", str(failure.orig).strip()[:200])
+    return outcome
 
 
 def _record_fate(

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mirror import app as composition
+from mirror.db.attempts import AttemptLog
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
 from mirror.errors import ConfigError, MirrorError
@@ -222,12 +223,14 @@ def show(
     job_or_item: Annotated[str, typer.Argument(metavar="JOB_ID|ITEM_ID")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Everything about one job (for an item id: its newest job)."""
-    record = _find(repository(), job_or_item)
+    """Everything about one job and its attempts (for an item id: its newest job)."""
+    repo = repository()
+    record = _find(repo, job_or_item)
+    attempts = AttemptLog(repo.engine).attempts_of(record.id)
     if as_json:
-        _print_json(record.to_json())
+        _print_json({**record.to_json(), "attempt_history": [a.to_json() for a in attempts]})
     else:
-        stdout.print(job_details(record))
+        stdout.print(job_details(record, attempts))
 
 
 @app.command()

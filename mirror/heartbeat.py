@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.exc import DBAPIError
 
+from mirror.db.attempts import AttemptStats
 from mirror.durations import format_duration
 from mirror.errors import JobCancelled, LeaseLost, Stalled
 from mirror.progress import AbortSignal, Progress
@@ -81,6 +82,10 @@ class Heartbeat:
         self._last_progress_change = now
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Per-phase figures for the attempt history: seconds spent and latest progress.
+        self._phase_seconds: dict[str, float] = {}
+        self._phase_started = now
+        self._last_of_phase: dict[str, Progress] = {}
 
     # -- the progress callback ------------------------------------------------------------
 
@@ -93,6 +98,11 @@ class Heartbeat:
             if progress != previous:
                 self._latest = progress
                 self._last_progress_change = now
+                self._last_of_phase[progress.phase] = progress
+                if previous is None:
+                    self._phase_started = now
+                elif previous.phase != progress.phase:
+                    self._close_phase(previous.phase, now)
         if self.log is not None and (previous is None or previous.phase != progress.phase):
             self.log.info("phase=%s started", progress.phase)
         self.beat_if_due(now)
@@ -129,6 +139,28 @@ class Heartbeat:
             if self._latest != self._written:
                 self._write_locked(self.clock())
         self.abort.raise_if_set()
+
+    def stats(self) -> AttemptStats:
+        """Seconds per phase, bytes moved and writes made so far, for the attempt history."""
+        with self._lock:
+            seconds = dict(self._phase_seconds)
+            if self._latest is not None:
+                current = self._latest.phase
+                seconds[current] = seconds.get(current, 0.0) + self.clock() - self._phase_started
+            download = self._last_of_phase.get("download")
+            upload = self._last_of_phase.get("upload")
+        return AttemptStats(
+            heartbeat_writes=self.writes,
+            bytes_downloaded=download.bytes_done if download else None,
+            bytes_uploaded=upload.bytes_done if upload else None,
+            download_s=seconds.get("download"),
+            transcode_s=seconds.get("transcode"),
+            upload_s=seconds.get("upload"),
+        )
+
+    def _close_phase(self, phase: str, now: float) -> None:
+        self._phase_seconds[phase] = self._phase_seconds.get(phase, 0.0) + now - self._phase_started
+        self._phase_started = now
 
     def latest(self) -> Progress | None:
         with self._lock:

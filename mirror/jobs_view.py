@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from mirror.db.attempts import AttemptRecord
 from mirror.db.repository import JobRecord
 from mirror.durations import format_bytes, format_duration
 
@@ -74,7 +75,9 @@ def jobs_table(records: list[JobRecord], now: datetime | None = None) -> Table:
     return table
 
 
-def job_details(record: JobRecord, now: datetime | None = None) -> Group:
+def job_details(
+    record: JobRecord, attempts: list[AttemptRecord] | None = None, now: datetime | None = None
+) -> Group:
     phase, percent, counts = progress_summary(record.heartbeat_data)
     rows: list[tuple[str, str]] = [
         ("job", str(record.id)),
@@ -112,4 +115,38 @@ def job_details(record: JobRecord, now: datetime | None = None) -> Group:
     table.add_column(overflow="fold")
     for name, value in rows:
         table.add_row(name, Text(value, style=STATUS_STYLES.get(value, "")))
-    return Group(table)
+    if not attempts:
+        return Group(table)
+    return Group(table, Text(""), attempts_table(attempts))
+
+
+def attempts_table(attempts: list[AttemptRecord]) -> Table:
+    """The story of a job: one row per claim, how it ended, and what it took."""
+    table = Table(title="attempts", header_style="bold", title_justify="left")
+    for column in ("#", "worker", "claimed", "ended", "outcome", "download", "transcode"):
+        table.add_column(column)
+    table.add_column("upload")
+    table.add_column("error", overflow="fold", max_width=60)
+    for attempt in attempts:
+        table.add_row(
+            str(attempt.attempt),
+            attempt.worker_id,
+            attempt.claimed_at.strftime("%Y-%m-%d %H:%M:%S"),
+            attempt.ended_at.strftime("%H:%M:%S") if attempt.ended_at else "",
+            Text(attempt.outcome or "running", style=OUTCOME_STYLES.get(attempt.outcome or "", "")),
+            _phase(attempt.download_s, attempt.bytes_downloaded),
+            _phase(attempt.transcode_s, None),
+            _phase(attempt.upload_s, attempt.bytes_uploaded),
+            attempt.error or "",
+        )
+    return table
+
+
+OUTCOME_STYLES = {"done": "green", "failed": "red", "stale": "red", "cancelled": "magenta"}
+
+
+def _phase(seconds: float | None, size: int | None) -> str:
+    if seconds is None:
+        return ""
+    text = format_duration(max(seconds, 0.001))
+    return f"{text}, {format_bytes(size)}" if size is not None else text

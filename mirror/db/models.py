@@ -11,8 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     DateTime,
+    Float,
+    ForeignKey,
     Index,
     Integer,
     MetaData,
@@ -97,4 +100,38 @@ class Job(Base):
         Index("ix_jobs_stale", "heartbeat_at", postgresql_where=text("status = 'processing'")),
         # `mirror show ITEM_ID` and the sweep's "already mirrored?" check.
         Index("ix_jobs_item_created", "item_id", "created_at"),
+    )
+
+
+class JobAttempt(Base):
+    """One claim of a job and how it ended: the attempt history, and the source of metrics.
+
+    Keyed by the attempt's lease token, so an attempt can only ever write its own row.
+    """
+
+    __tablename__ = "job_attempts"
+
+    lease_token: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    job_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False
+    )
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    worker_id: Mapped[str] = mapped_column(Text, nullable=False)
+    claimed_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=text("now()")
+    )
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # done, failed, retry, released, cancelled, lease_lost, stale (rescued by a reaper)
+    outcome: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    heartbeat_writes: Mapped[int | None] = mapped_column(Integer)
+    bytes_downloaded: Mapped[int | None] = mapped_column(BigInteger)
+    bytes_uploaded: Mapped[int | None] = mapped_column(BigInteger)
+    download_s: Mapped[float | None] = mapped_column(Float)
+    transcode_s: Mapped[float | None] = mapped_column(Float)
+    upload_s: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (
+        Index("ix_job_attempts_job", "job_id", "attempt"),
+        Index("ix_job_attempts_open", "claimed_at", postgresql_where=text("ended_at IS NULL")),
     )

@@ -21,6 +21,7 @@ from mirror.item import normalize_item_id
 
 NOTIFY_CHANNEL = "media_mirror_jobs"
 _JOBS = "media_mirror.jobs"
+_ATTEMPTS = "media_mirror.job_attempts"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,19 +202,27 @@ class JobRepository:
                         ORDER BY priority DESC, run_after
                         LIMIT 1
                         FOR UPDATE SKIP LOCKED
+                    ),
+                    claimed AS (
+                        UPDATE {_JOBS} AS j
+                        SET status = 'processing',
+                            worker_id = :worker_id,
+                            lease_token = gen_random_uuid(),
+                            taken_at = now(),
+                            heartbeat_at = now(),
+                            heartbeat_data = NULL,
+                            attempts = j.attempts + 1,
+                            updated_at = now()
+                        FROM next
+                        WHERE j.id = next.id
+                        RETURNING {", ".join("j." + c for c in JobRecord.__slots__)}
+                    ),
+                    history AS (
+                        INSERT INTO {_ATTEMPTS}
+                            (lease_token, job_id, attempt, worker_id, claimed_at)
+                        SELECT lease_token, id, attempts, worker_id, taken_at FROM claimed
                     )
-                    UPDATE {_JOBS} AS j
-                    SET status = 'processing',
-                        worker_id = :worker_id,
-                        lease_token = gen_random_uuid(),
-                        taken_at = now(),
-                        heartbeat_at = now(),
-                        heartbeat_data = NULL,
-                        attempts = j.attempts + 1,
-                        updated_at = now()
-                    FROM next
-                    WHERE j.id = next.id
-                    RETURNING {", ".join("j." + c for c in JobRecord.__slots__)}
+                    SELECT * FROM claimed
                     """
                 ),
                 {"worker_id": worker_id},
@@ -378,10 +387,16 @@ class JobRepository:
                 text(
                     f"""
                     WITH stale AS (
-                        SELECT id, worker_id FROM {_JOBS}
+                        SELECT id, worker_id, lease_token FROM {_JOBS}
                         WHERE status = 'processing'
                           AND heartbeat_at < now() - make_interval(secs => :stale)
                         FOR UPDATE SKIP LOCKED
+                    ),
+                    history AS (
+                        UPDATE {_ATTEMPTS}
+                        SET ended_at = now(), outcome = 'stale',
+                            error = 'no heartbeat for over ' || :stale_text
+                        WHERE lease_token IN (SELECT lease_token FROM stale) AND ended_at IS NULL
                     )
                     UPDATE {_JOBS} AS j
                     SET status = CASE WHEN j.attempts >= j.max_attempts

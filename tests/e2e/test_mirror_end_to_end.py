@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from mirror.db.attempts import AttemptLog
 from mirror.testing.media import SampleMedia, describe_streams
 from tests.fixtures.stack import Stack
 
@@ -31,6 +32,11 @@ def test_both_samples_are_mirrored_with_one_file_per_stream(
         job = stack.job(item_id)
         assert job.status == "done", job.error
         assert job.attempts == 1
+        [attempt] = AttemptLog(stack.repo.engine).attempts_of(job.id)
+        assert (attempt.outcome, attempt.bytes_downloaded) == ("done", sample.size)
+        assert attempt.transcode_s is not None and attempt.transcode_s > 0
+        assert attempt.bytes_uploaded is not None and attempt.bytes_uploaded > 0
+        assert attempt.heartbeat_writes is not None and attempt.heartbeat_writes >= 1
         assert job.video_key == f"mirror/{item_id}/video.mp4"
         assert job.heartbeat_data is not None and job.heartbeat_data["phase"] == "upload"
         assert job.heartbeat_data["percent"] == 100.0

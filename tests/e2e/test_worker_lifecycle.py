@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -67,6 +68,14 @@ def test_worker_reaper_returns_a_dead_workers_job_and_finishes_it(
     job = stack.job(item)
     assert (job.status, job.attempts) == ("done", 2)
     assert "stale job of worker dead-host:1:0" in result.stderr
+    shown = stack.mirror("show", item, "--json")
+    history = json.loads(shown.stdout)["attempt_history"]
+    assert [(a["worker_id"], a["outcome"]) for a in history] == [
+        ("dead-host:1:0", "stale"),
+        (job.worker_id, "done"),
+    ]
+    table = stack.mirror("show", str(job.id)).stdout
+    assert "attempts" in table and "stale" in table and "dead-host:1:0" in table
 
 
 def test_concurrency_runs_jobs_side_by_side(stack: Stack, sample_h264_aac: SampleMedia) -> None:

@@ -300,3 +300,30 @@ def test_job_status_view_shows_progress_for_people(engine: Engine, repo: JobRepo
     )
     assert (row.frames_done, row.frames_total, row.speed, row.attempts) == (50, 200, "3.1x", 1)
     assert row.heartbeat_age.total_seconds() < 60
+
+
+def test_attempt_history_follows_claims_rescues_and_ends(
+    engine: Engine, repo: JobRepository
+) -> None:
+    from mirror.db.attempts import AttemptLog, AttemptStats
+
+    history = AttemptLog(engine)
+    repo.enqueue([ITEM])
+    first = repo.claim_next("host:1:0")
+    assert first is not None
+    make_stale(engine, first.job_id)
+    repo.return_stale_to_new(60)
+    second = repo.claim_next("host:2:0")
+    assert second is not None
+    # the paused first attempt wakes up and tries to close its row: the reaper's word stands
+    assert not history.end_attempt(first.token, "lease_lost", "late", AttemptStats())
+    stats = AttemptStats(heartbeat_writes=4, bytes_downloaded=100, download_s=1.5)
+    assert history.end_attempt(second.token, "done", None, stats)
+    rows = history.attempts_of(first.job_id)
+    assert [(r.attempt, r.worker_id, r.outcome) for r in rows] == [
+        (1, "host:1:0", "stale"),
+        (2, "host:2:0", "done"),
+    ]
+    assert rows[0].error is not None and "no heartbeat" in rows[0].error
+    assert (rows[1].heartbeat_writes, rows[1].bytes_downloaded, rows[1].download_s) == (4, 100, 1.5)
+    assert all(r.ended_at is not None for r in rows)
