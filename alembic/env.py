@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from alembic import context
 from sqlalchemy import Connection, create_engine, text
 
-from alembic import context
 from mirror.db.models import SCHEMA, Base
 from mirror.settings import load_settings
 
