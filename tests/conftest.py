@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.jellyfin",
     "tests.fixtures.s3",
     "tests.fixtures.stack",
+    "tests.fixtures.tcp_proxy",
 ]

@@ -93,6 +93,11 @@ _SUBTITLE_LANGUAGE = "eng"
 _SUBTITLE_TITLE = "English"
 
 
+def _picture(width: int, height: int, fps: int, duration_s: float, noise: bool) -> str:
+    source = f"testsrc=size={width}x{height}:rate={fps}:duration={duration_s}"
+    return source + (",noise=alls=80:allf=t+u" if noise else "")
+
+
 def generate_sample(
     dest: Path,
     kind: SampleKind,
@@ -102,8 +107,13 @@ def generate_sample(
     height: int = 240,
     fps: int = 25,
     ffmpeg_path: str | None = None,
+    noise: bool = False,
 ) -> SampleMedia:
-    """Write a sample MKV of `kind` to `dest` and describe it; raises RuntimeError on failure."""
+    """Write a sample MKV of `kind` to `dest` and describe it; raises RuntimeError on failure.
+
+    `noise` makes the picture hard to compress, for outputs big enough to need multipart
+    uploads (several MiB per second of video).
+    """
     recipe = _RECIPES[kind]
     ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +123,7 @@ def generate_sample(
         srt.write_text(_subtitles(duration_s), encoding="utf-8")
         argv = [
             ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-            "-f", "lavfi", "-i", f"testsrc=size={width}x{height}:rate={fps}:duration={duration_s}",
+            "-f", "lavfi", "-i", _picture(width, height, fps, duration_s, noise),
             "-f", "lavfi", "-i", _sine(first.frequency, duration_s),
             "-f", "lavfi", "-i", _sine(second.frequency, duration_s),
             "-i", str(srt),

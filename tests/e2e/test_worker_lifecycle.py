@@ -5,35 +5,17 @@ from __future__ import annotations
 import json
 import signal
 import time
-from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
-from mirror.testing.media import SampleMedia, generate_sample
+from mirror.testing.media import SampleMedia
 from tests.fixtures.stack import Stack
-
-
-@pytest.fixture(scope="module")
-def slow_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
-    """Re-encoded with a slow preset, this keeps ffmpeg busy for many seconds."""
-    return generate_sample(
-        tmp_path_factory.mktemp("slow") / "slow.mkv",
-        "mpeg4_mp3",
-        duration_s=20,
-        width=640,
-        height=480,
-        ffmpeg_path=ffmpeg_path,
-    )
 
 
 def _host() -> str:
     import socket
 
     return socket.gethostname()
-
-
-SLOW_TRANSCODE = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_X264_PRESET": "veryslow"}
 
 
 def test_enqueue_wakes_an_idle_worker_through_notify(
@@ -91,31 +73,3 @@ def test_concurrency_runs_jobs_side_by_side(stack: Stack, sample_h264_aac: Sampl
     slots = sorted(str(stack.job(i).worker_id) for i in items)  # done rows keep the holder
     assert [s.rsplit(":", 1)[0] for s in slots] == [f"{_host()}:{worker.pid}"] * 2
     assert [s.rsplit(":", 1)[1] for s in slots] == ["0", "1"]  # one process, two slots
-
-
-def test_sigterm_during_transcode_releases_the_job_within_the_grace(
-    stack: Stack, slow_sample: SampleMedia, tmp_path: Path
-) -> None:
-    item = stack.add_sample(slow_sample)
-    stack.mirror("enqueue", item)
-    worker = stack.start_worker(
-        MIRROR_SHUTDOWN_GRACE="1s", MIRROR_STALE_TIMEOUT="60s", **SLOW_TRANSCODE
-    )
-    stack.wait_for(
-        lambda: (stack.job(item).heartbeat_data or {}).get("phase") == "transcode",
-        60,
-        "the transcode to start",
-    )
-    signalled = time.monotonic()
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(timeout=30) == 0
-    released_after = time.monotonic() - signalled
-    job = stack.job(item)
-    assert (job.status, job.attempts, job.worker_id) == ("new", 0, None)
-    assert released_after < 10  # grace 1 s, far below the 60 s stale timeout
-    assert "released to the queue for shutdown" in stack.log_of()
-    assert stack.object_keys() == []
-    # another worker completes it (copy codecs now, to keep the test short)
-    result = stack.mirror("worker", "--burst", MIRROR_VIDEO_CODEC="auto")
-    assert result.returncode == 0
-    assert stack.job(item).status == "done"
