@@ -224,7 +224,9 @@ class Worker:
         url = self.listen_url.replace("postgresql+psycopg://", "postgresql://", 1)
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                with psycopg.connect(
+                    url, autocommit=True, connect_timeout=10, application_name="mirror-listen"
+                ) as conn:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     while not self._stopping.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
