@@ -14,6 +14,8 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from mirror.db.records import row_json
+
 _ATTEMPTS = "media_mirror.job_attempts"
 
 
@@ -47,16 +49,7 @@ class AttemptRecord:
     upload_s: float | None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for name in self.__slots__:
-            value = getattr(self, name)
-            if isinstance(value, uuid.UUID):
-                value = str(value)
-            elif isinstance(value, datetime):
-                value = value.isoformat()
-            data[name] = value
-        data.pop("lease_token")
-        return data
+        return row_json(self)
 
 
 class AttemptLog:

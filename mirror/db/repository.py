@@ -7,103 +7,39 @@ fenced by its `lease_token`: a worker that lost its job can never change it agai
 
 from __future__ import annotations
 
-import enum
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from mirror.db.records import (
+    Enqueued,
+    Fence,
+    JobNotFound,
+    JobRecord,
+    JobStateError,
+    Lease,
+    Rescued,
+)
 from mirror.item import normalize_item_id
+
+__all__ = [
+    "NOTIFY_CHANNEL",
+    "Enqueued",
+    "Fence",
+    "JobNotFound",
+    "JobRecord",
+    "JobRepository",
+    "JobStateError",
+    "Lease",
+    "Rescued",
+]
 
 NOTIFY_CHANNEL = "media_mirror_jobs"
 _JOBS = "media_mirror.jobs"
 _ATTEMPTS = "media_mirror.job_attempts"
-
-
-@dataclass(frozen=True, slots=True)
-class JobRecord:
-    """One row of media_mirror.jobs as plain data."""
-
-    id: uuid.UUID
-    item_id: str
-    status: str
-    priority: int
-    attempts: int
-    max_attempts: int
-    run_after: datetime
-    worker_id: str | None
-    lease_token: uuid.UUID | None
-    taken_at: datetime | None
-    heartbeat_at: datetime | None
-    heartbeat_data: dict[str, Any] | None
-    video_key: str | None
-    audio_keys: list[dict[str, Any]] | None
-    error: str | None
-    created_at: datetime
-    updated_at: datetime
-    finished_at: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-friendly dict (uuids and times as strings) for `--json` output."""
-        data: dict[str, Any] = {}
-        for name in self.__slots__:
-            value = getattr(self, name)
-            if isinstance(value, uuid.UUID):
-                value = str(value)
-            elif isinstance(value, datetime):
-                value = value.isoformat()
-            data[name] = value
-        data.pop("lease_token")  # a capability of the running attempt, not for display
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """What a claimed attempt holds: the job and its fencing token."""
-
-    job: JobRecord
-    token: uuid.UUID
-
-    @property
-    def job_id(self) -> uuid.UUID:
-        return self.job.id
-
-
-class Fence(enum.Enum):
-    """Outcome of a fenced statement (heartbeat, mark_done, ...)."""
-
-    OK = "ok"
-    CANCELLED = "cancelled"  # the job was cancelled: stop, leave it cancelled
-    LEASE_LOST = "lease_lost"  # another attempt owns the job (or it was reset): touch nothing
-
-
-@dataclass(frozen=True, slots=True)
-class Enqueued:
-    job: JobRecord
-    created: bool  # False: the item already had an active job, returned as is
-
-
-@dataclass(frozen=True, slots=True)
-class Rescued:
-    """A stale job the reaper handled: back to `new`, or `failed` when attempts ran out."""
-
-    job_id: uuid.UUID
-    item_id: str
-    status: str
-    attempts: int
-    previous_worker: str | None
-
-
-class JobNotFound(LookupError):
-    pass
-
-
-class JobStateError(RuntimeError):
-    """The job is in a status that does not allow the request (e.g. cancel a done job)."""
 
 
 _JOB_COLUMNS = ", ".join(JobRecord.__slots__)
