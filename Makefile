@@ -12,6 +12,10 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 
+demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, moto S3, no config
+	$(BIN)/pip install --quiet -e '.[demo]'
+	$(BIN)/mirror demo
+
 test: install
 	$(BIN)/pytest -q
 

@@ -101,6 +101,29 @@ def db_upgrade() -> None:
 
 
 @app.command()
+def demo(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show the worker's log lines too.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option(min=1, help="Give up when the jobs take longer (seconds).")
+    ] = 300.0,
+) -> None:
+    """Mirror sample media end to end on this machine: nothing to configure, nothing left.
+
+    Brings its own Jellyfin stand-in, S3 (moto) and Postgres (MIRROR_DATABASE_URL, else an
+    embedded server); needs the demo extra: pip install 'mirror[demo]'.
+    """
+    from mirror.demo import run_demo, summary_line
+
+    try:
+        result = run_demo(stdout, config_file=state.config, timeout_s=timeout, verbose=verbose)
+    except KeyboardInterrupt:
+        _fail("demo interrupted; everything it started is stopped and removed", 130)
+    stdout.print(summary_line(result), highlight=False)
+
+
+@app.command()
 def worker(
     concurrency: Annotated[
         int | None,

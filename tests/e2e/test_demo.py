@@ -1,0 +1,157 @@
+"""`mirror demo` as a newcomer runs it: a subprocess with no MIRROR_* variable at all.
+
+The demo starts real servers (an embedded Postgres as a separate process, moto and the
+Jellyfin stand-in in-process) and ffmpeg; these tests check that it mirrors the samples
+and that nothing it started outlives it: no process still naming its temp folder, and
+the folder itself gone, on success and on Ctrl-C alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mirror.db.engine import make_engine
+from mirror.db.repository import JobRepository
+
+KEY = re.compile(r"demo/[0-9a-f]{32}/(video\.mp4|audio/\d+-[a-z]+\.m4a)")
+TEMP_DIR = re.compile(r"everything runs here, in (\S+)")
+PGDATA = re.compile(r"embedded \(pgserver\) in (\S+),")
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a fresh shell: no MIRROR_*/AWS_* settings, temp files in tmp_path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MIRROR_", "AWS_", "PYTEST"))}
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env.update(TMPDIR=str(temp), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mirror.cli", "demo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        check=False,
+    )
+
+
+def processes_naming(path: str) -> list[str]:
+    """Command lines of live processes that mention `path` (postgres -D, ffmpeg -i ...)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if path in cmdline:
+            found.append(f"{proc.name}: {cmdline}")
+    return found
+
+
+def assert_nothing_left(output: str, tmp_path: Path) -> None:
+    match = TEMP_DIR.search(output)
+    assert match, output
+    demo_dir = match[1]
+    assert demo_dir.startswith(str(tmp_path)), demo_dir  # TMPDIR was honoured
+    assert not Path(demo_dir).exists(), "the demo's temp folder was not removed"
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert processes_naming(demo_dir) == []
+    pgdata = PGDATA.search(output)
+    if pgdata:  # under pytest's long tmp_path it sits in a short folder in /tmp instead
+        assert not Path(pgdata[1]).exists(), "the embedded Postgres data was not removed"
+        assert processes_naming(pgdata[1]) == [], "a postgres process outlived the demo"
+
+
+def test_demo_mirrors_the_samples_with_no_configuration(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_demo(clean_env(tmp_path))
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    print(f"mirror demo (embedded Postgres): {elapsed:.1f}s")
+
+    out = result.stdout
+    assert PGDATA.search(out), out
+    assert re.search(r"^done: 2 of 2 jobs mirrored, 6 S3 objects", out, re.MULTILINE), out
+    keys = {match[0] for match in KEY.finditer(out)}
+    assert sum(key.endswith("video.mp4") for key in keys) == 2, out
+    assert sum(key.endswith(".m4a") for key in keys) == 4, out
+    assert re.search(r"│ demo/[0-9a-f]{32}/video\.mp4\s+│\s+[\d.]+ KiB │", out), out
+    assert "failed" not in out
+    assert result.stderr == ""
+    assert_nothing_left(out, tmp_path)
+
+
+def test_demo_uses_mirror_database_url_when_set(database_url: str, tmp_path: Path) -> None:
+    result = run_demo(clean_env(tmp_path, MIRROR_DATABASE_URL=database_url))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Postgres: MIRROR_DATABASE_URL" in result.stdout
+    assert "pgserver" not in result.stdout
+
+    engine = make_engine(database_url)
+    try:
+        jobs = JobRepository(engine).list(limit=10)
+    finally:
+        engine.dispose()
+    assert sorted(job.status for job in jobs) == ["done", "done"]
+    assert all(job.video_key and job.video_key in result.stdout for job in jobs)
+    assert_nothing_left(result.stdout, tmp_path)
+
+
+def test_demo_refuses_a_database_with_queued_jobs(database_url: str, tmp_path: Path) -> None:
+    """The demo's worker would take real jobs (and real workers the demo's)."""
+    engine = make_engine(database_url)
+    try:
+        JobRepository(engine).enqueue(["0123456789abcdef0123456789abcdef"])
+    finally:
+        engine.dispose()
+    result = run_demo(clean_env(tmp_path, MIRROR_DATABASE_URL=database_url))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "has 1 queued or running job(s)" in result.stderr
+    assert_nothing_left(result.stdout, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("signum", "after"), [(signal.SIGINT, "✓ queue"), (signal.SIGTERM, "✓ Postgres")]
+)
+def test_an_interrupted_demo_stops_everything(
+    signum: signal.Signals, after: str, tmp_path: Path
+) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror.cli", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(tmp_path),
+    )
+    seen: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line)
+            if line.startswith(after):
+                process.send_signal(signum)
+                break
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = "".join(seen) + out
+    assert any(line.startswith(after) for line in seen), output + err
+    assert process.returncode == 130, output + err
+    assert err == "mirror: demo interrupted; everything it started is stopped and removed\n"
+    assert_nothing_left(output, tmp_path)
