@@ -230,10 +230,18 @@ def jobs(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many rows.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Redraw every second with an ETA until Ctrl-C.")
+    ] = False,
 ) -> None:
     """List jobs (active first, newest first) with phase, percent, speed and heartbeat age."""
     if status is not None and status not in STATUSES:
         raise UsageProblem(f"unknown status {status!r}; use one of: {', '.join(STATUSES)}")
+    if watch:
+        if as_json:
+            raise UsageProblem("--watch draws a live table; it does not combine with --json")
+        _watch_jobs(status, limit)
+        return
     records = repository().list(status=status, limit=limit)
     if as_json:
         _print_json([record.to_json() for record in records])
@@ -277,6 +285,61 @@ def reap() -> None:
     for job in rescued:
         typer.echo(f"{job.job_id}  {job.item_id}  -> {job.status} (was {job.previous_worker})")
     typer.echo(f"{len(rescued)} stale job(s) handled")
+
+
+def _watch_jobs(status: str | None, limit: int) -> None:
+    """The jobs table redrawn every second until Ctrl-C, which exits 0."""
+    import time
+    from datetime import UTC, datetime
+
+    from rich.live import Live
+    from rich.table import Table
+    from sqlalchemy.exc import DBAPIError
+
+    repo = repository()
+    records: list[JobRecord] = []
+
+    def frame() -> Table:
+        nonlocal records
+        problem = None
+        try:
+            records = repo.list(status=status, limit=limit)
+        except DBAPIError as error:  # a blip: keep the last rows and say so
+            problem = f"database error: {describe_database_error(error)} (last rows read shown)"
+        now = datetime.now(UTC)
+        table = jobs_table(records, now, with_eta=True)
+        table.title = f"mirror jobs at {now:%H:%M:%S} UTC (every 1s, Ctrl-C to stop)"
+        table.caption = problem or table.caption
+        return table
+
+    try:
+        with Live(frame(), console=stdout, auto_refresh=False) as live:
+            while True:
+                time.sleep(1.0)
+                live.update(frame(), refresh=True)
+    except KeyboardInterrupt:
+        pass  # the way to leave a live view: not an error
+    stdout.line()  # the live table ends without one
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="TCP port; 0 picks a free one (logged).")
+    ] = 8080,
+) -> None:
+    """HTTP: GET /healthz, GET /metrics (Prometheus), POST /hooks/jellyfin (the webhook).
+
+    Needs MIRROR_WEBHOOK_SECRET: Jellyfin's webhook plugin sends it in X-Mirror-Secret.
+    """
+    from mirror import web
+
+    config = settings()
+    setup_logging(config.log_level)
+    web.serve(config, host=host, port=port)
 
 
 def _find(repo: JobRepository, job_or_item: str) -> JobRecord:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,15 +51,76 @@ def progress_summary(data: dict[str, Any] | None) -> tuple[str, str, str]:
     )
 
 
-def jobs_table(records: list[JobRecord], now: datetime | None = None) -> Table:
+_BYTE_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kMG]?)B/s\s*$")
+_RATE_UNITS = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+_SPEED_FACTOR = re.compile(r"^\s*(\d+(?:\.\d+)?)x\s*$")
+
+
+def phase_eta(data: dict[str, Any] | None, elapsed_s: float | None = None) -> float | None:
+    """Seconds left in the current phase, None when it cannot be told.
+
+    From the phase's own rate where the heartbeat has one: bytes left at `speed`
+    (`45.1 MB/s`: download, upload), or media time left at ffmpeg's speed factor
+    (`2.5x`: transcode). Else from `percent` and `elapsed_s`, the time the phase has run.
+    """
+    if not data:
+        return None
+    percent = _number(data, "percent")
+    speed = str(data.get("speed") or "")
+    done, total = _number(data, "bytes_done"), _number(data, "bytes_total")
+    rate = _BYTE_RATE.match(speed)
+    if rate and done is not None and total:
+        bytes_per_s = float(rate.group(1)) * _RATE_UNITS[rate.group(2)]
+        if bytes_per_s > 0:
+            return max(0.0, (total - done) / bytes_per_s)
+    factor = _SPEED_FACTOR.match(speed)
+    duration = _number(data, "duration_s")
+    if factor and duration and float(factor.group(1)) > 0:
+        if percent is not None:
+            media_left = duration * (100.0 - percent) / 100.0
+        else:
+            media_left = duration - (_number(data, "out_time_s") or 0.0)
+        return max(0.0, media_left / float(factor.group(1)))
+    if percent is not None and 0 < percent <= 100 and elapsed_s is not None and elapsed_s > 0:
+        return elapsed_s * (100.0 - percent) / percent
+    return None
+
+
+def job_eta(record: JobRecord, now: datetime | None = None) -> str:
+    """Time left in a processing job's current phase, for the `--watch` table."""
+    if record.status != "processing":
+        return ""
+    data = record.heartbeat_data or {}
+    elapsed = None
+    # Since the claim is the phase's own running time only for the first phase.
+    if data.get("phase") == "download" and record.taken_at is not None:
+        elapsed = ((now or datetime.now(UTC)) - record.taken_at).total_seconds()
+    eta = phase_eta(data, elapsed)
+    return "" if eta is None else format_duration(max(1.0, float(round(eta))))
+
+
+def _number(data: dict[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def jobs_table(
+    records: list[JobRecord], now: datetime | None = None, *, with_eta: bool = False
+) -> Table:
+    """The `mirror jobs` table; `with_eta` adds the live view's time-left column."""
     table = Table(show_lines=False, header_style="bold")
-    for column in ("job", "item", "status", "phase", "%", "progress", "speed", "beat", "tries"):
+    columns = ["job", "item", "status", "phase", "%", "progress", "speed", "beat", "tries"]
+    if with_eta:
+        columns.insert(columns.index("speed") + 1, "eta")
+    for column in columns:
         table.add_column(column, no_wrap=column in ("job", "item"))
     table.add_column("error", overflow="fold", max_width=60)
     for record in records:
         phase, percent, counts = progress_summary(record.heartbeat_data)
         speed = str((record.heartbeat_data or {}).get("speed", ""))
-        table.add_row(
+        cells: list[str | Text] = [
             str(record.id)[:8],
             record.item_id,
             Text(record.status, style=STATUS_STYLES.get(record.status, "")),
@@ -66,10 +128,15 @@ def jobs_table(records: list[JobRecord], now: datetime | None = None) -> Table:
             percent,
             counts,
             speed,
+        ]
+        if with_eta:
+            cells.append(job_eta(record, now))
+        cells += [
             heartbeat_age(record, now),
             f"{record.attempts}/{record.max_attempts}",
             record.error or "",
-        )
+        ]
+        table.add_row(*cells)
     if not records:
         table.caption = "no jobs"
     return table

@@ -16,7 +16,12 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from mirror.durations import format_duration, parse_duration, parse_size
 from mirror.errors import ConfigError
@@ -24,8 +29,18 @@ from mirror.errors import ConfigError
 ENV_PREFIX = "MIRROR_"
 CONFIG_ENV_VAR = "MIRROR_CONFIG"
 
+
+def _split_commas(value: Any) -> Any:
+    """`Movie, Episode` -> ("Movie", "Episode"); lists (from YAML) pass through."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Size = Annotated[int, BeforeValidator(parse_size)]
+# NoDecode: the environment gives `Movie,Episode`, not the JSON pydantic expects for lists.
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_commas)]
 
 X264_PRESETS = (
     "ultrafast",
@@ -98,6 +113,7 @@ class Settings(BaseSettings):
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
 
     webhook_secret: SecretStr | None = None
+    webhook_item_types: CommaList = ("Movie", "Episode")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod
@@ -134,6 +150,13 @@ class Settings(BaseSettings):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"must start with http:// or https://, got {url!r}")
         return url
+
+    @field_validator("webhook_item_types")
+    @classmethod
+    def _some_item_types(cls, types: tuple[str, ...]) -> tuple[str, ...]:
+        if not types:
+            raise ValueError("needs at least one item type, e.g. Movie,Episode")
+        return types
 
     @field_validator("s3_prefix")
     @classmethod

@@ -1,0 +1,252 @@
+"""`mirror serve`: health, Prometheus metrics and the Jellyfin webhook over HTTP.
+
+A small WSGI app (werkzeug) served by waitress. It holds no state of its own: health and
+metrics read Postgres, the webhook enqueues into it, so any number of these can run.
+Webhook deliveries are hints (late, duplicated, or lost: the plugin never retries), so
+the webhook only ever enqueues with `skip_mirrored` and a library sweep reconciles.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import signal
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from sqlalchemy.exc import DBAPIError
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.routing import Map, Rule
+from werkzeug.wrappers import Request, Response
+
+from mirror import metrics
+from mirror.db.engine import describe_database_error
+from mirror.db.repository import JobRepository
+from mirror.db.stats import QueueStats
+from mirror.errors import ConfigError, MirrorError
+from mirror.item import normalize_item_id
+from mirror.logs import get_logger
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+    from mirror.settings import Settings
+
+MAX_BODY_BYTES = 64 * 1024  # a webhook body is a few hundred bytes, "all properties" a few KiB
+SECRET_HEADER = "X-Mirror-Secret"
+ADDED = "ItemAdded"
+
+log = get_logger("mirror.web")
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookPolicy:
+    """What the webhook accepts: the shared secret and which item types it mirrors."""
+
+    secret: str = field(repr=False)  # never in a log line or a traceback
+    item_types: tuple[str, ...]
+    max_attempts: int = 3
+
+    def wants(self, item_type: str) -> bool:
+        return item_type.casefold() in {t.casefold() for t in self.item_types}
+
+
+class BadDelivery(ValueError):
+    """The body is not a webhook notification we can read: 400 with this message."""
+
+
+class MirrorWeb:
+    """The WSGI application: routes requests to the three endpoints."""
+
+    def __init__(self, jobs: JobRepository, stats: QueueStats, webhook: WebhookPolicy) -> None:
+        self.jobs = jobs
+        self.stats = stats
+        self.webhook = webhook
+        self.registry = metrics.build_registry(stats)
+        self.routes = Map(
+            [
+                Rule("/healthz", endpoint=self.healthz, methods=["GET"]),
+                Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
+                Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
+            ]
+        )
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        request = Request(environ)
+        request.max_content_length = MAX_BODY_BYTES
+        try:
+            endpoint, _ = self.routes.bind_to_environ(environ).match()
+            handler: Callable[[Request], Response] = endpoint
+            response = handler(request)
+        except HTTPException as error:
+            response = _json({"error": error.name.lower()}, error.code or 500)
+            for name, value in error.get_headers():
+                if name.lower() == "allow":  # 405 says which methods would work
+                    response.headers[name] = value
+        return response(environ, start_response)
+
+    def healthz(self, request: Request) -> Response:
+        """200 when Postgres answers and the job table exists, else 503 naming the problem."""
+        problem = self.stats.database_problem()
+        if problem is not None:
+            return _json({"status": "unavailable", "database": problem}, 503)
+        return _json({"status": "ok", "database": "ok"}, 200)
+
+    def metrics(self, request: Request) -> Response:
+        body, content_type = metrics.render(self.registry, request.headers.get("Accept"))
+        return Response(body, 200, content_type=content_type)
+
+    def jellyfin_hook(self, request: Request) -> Response:
+        """jellyfin-plugin-webhook's Generic destination; the secret rides in a header."""
+        remote = request.remote_addr or "?"
+        given = request.headers.get(SECRET_HEADER, "")
+        if not hmac.compare_digest(given.encode(), self.webhook.secret.encode()):
+            log.bind(remote=remote).warning("webhook rejected: %s", _secret_problem(given))
+            return _json({"error": f"missing or wrong {SECRET_HEADER} header"}, 401)
+        try:
+            notification = _read_notification(request)
+            verdict = self._act_on(notification)
+        except RequestEntityTooLarge:
+            log.bind(remote=remote).warning("webhook rejected: body over %d bytes", MAX_BODY_BYTES)
+            return _json({"error": f"body larger than {MAX_BODY_BYTES} bytes"}, 413)
+        except BadDelivery as error:
+            log.bind(remote=remote).warning("webhook rejected: %s", error)
+            return _json({"error": str(error)}, 400)
+        except DBAPIError as error:
+            problem = describe_database_error(error)
+            log.bind(remote=remote).error("webhook failed: database: %s", problem)
+            return _json({"error": "database unavailable"}, 503)
+        context = {
+            "remote": remote,
+            "notification": _loggable(notification.get("NotificationType")),
+            "item_type": _loggable(notification.get("ItemType")),
+            "name": _loggable(notification.get("Name")),
+            "item": verdict.get("item_id"),
+            "job": verdict.get("job_id"),
+        }
+        log.bind(**context).info("webhook %s", verdict["status"])
+        return _json(verdict, 202)
+
+    def _act_on(self, notification: dict[str, Any]) -> dict[str, Any]:
+        """Enqueue an added item of a wanted type; everything else is acknowledged, ignored."""
+        kind = _text_field(notification, "NotificationType")
+        if kind != ADDED:
+            return {"status": "ignored", "reason": f"NotificationType {kind!r} is not {ADDED}"}
+        item_type = _text_field(notification, "ItemType")
+        try:
+            item_id = normalize_item_id(_text_field(notification, "ItemId"))
+        except ValueError as error:
+            raise BadDelivery(f"ItemId: {error}") from None
+        if not self.webhook.wants(item_type):
+            wanted = ",".join(self.webhook.item_types)
+            return {
+                "status": "ignored",
+                "item_id": item_id,
+                "reason": f"ItemType {item_type!r} is not one of {wanted}",
+            }
+        results = self.jobs.enqueue(
+            [item_id], max_attempts=self.webhook.max_attempts, skip_mirrored=True
+        )
+        if not results:
+            return {"status": "already mirrored", "item_id": item_id}
+        result = results[0]
+        status = "queued" if result.created else "already queued"
+        return {"status": status, "item_id": item_id, "job_id": str(result.job.id)}
+
+
+def _read_notification(request: Request) -> dict[str, Any]:
+    """The JSON object of the body, whatever the Content-Type (the plugin sends text/plain)."""
+    body = request.get_data(cache=False)  # raises RequestEntityTooLarge past the limit
+    try:
+        data = json.loads(body.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BadDelivery("body is not JSON (check the webhook template)") from None
+    if not isinstance(data, dict):
+        raise BadDelivery(f"body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _text_field(notification: dict[str, Any], name: str) -> str:
+    value = notification.get(name)
+    if value is None or value == "":
+        raise BadDelivery(f"{name} is missing (add it to the webhook template)")
+    if not isinstance(value, str):
+        raise BadDelivery(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _loggable(value: Any) -> str | None:
+    """A sender-chosen value made safe for a one-line log: short, quoted if odd."""
+    if value is None or value == "":
+        return None
+    text = str(value)[:80]
+    return text if text.isprintable() and " " not in text else repr(text)
+
+
+def _secret_problem(given: str) -> str:
+    return f"no {SECRET_HEADER} header" if not given else f"wrong {SECRET_HEADER} header"
+
+
+def _json(data: dict[str, Any], status: int) -> Response:
+    return Response(json.dumps(data) + "\n", status, content_type="application/json")
+
+
+# -- serving ----------------------------------------------------------------------------
+
+
+def webhook_policy(settings: Settings) -> WebhookPolicy:
+    """The webhook's settings; a missing secret is a configuration error (exit 2)."""
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+    if not secret.strip():
+        raise ConfigError(
+            "MIRROR_WEBHOOK_SECRET is not set: `mirror serve` needs it to accept Jellyfin's "
+            f"webhook (sent in the {SECRET_HEADER} header)"
+        )
+    return WebhookPolicy(
+        secret=secret, item_types=settings.webhook_item_types, max_attempts=settings.max_attempts
+    )
+
+
+def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None:
+    """Serve until SIGINT or SIGTERM; port 0 picks a free port (logged)."""
+    from waitress.server import create_server
+
+    from mirror import app as composition
+
+    policy = webhook_policy(settings)
+    engine = composition.database_engine(settings, check=False)  # /healthz reports it
+    stats = QueueStats(engine)
+    web = MirrorWeb(JobRepository(engine), stats, policy)
+    # waitress buffers whole bodies before the app runs; keep that bounded too.
+    try:
+        server = create_server(
+            web, host=host, port=port, threads=threads, max_request_body_size=4 * MAX_BODY_BYTES
+        )
+    except OSError as error:  # port taken, unknown host name, no permission
+        engine.dispose()
+        raise MirrorError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    problem = stats.database_problem()
+    if problem is not None:
+        log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
+    for url in _listening(server):
+        log.info("serving on %s (GET /healthz, GET /metrics, POST /hooks/jellyfin)", url)
+
+    def stop(signum: int, frame: object) -> NoReturn:
+        raise SystemExit(0)  # waitress's loop ends its worker threads on SystemExit
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        server.run()  # returns after SIGINT or SIGTERM, its threads shut down
+    finally:
+        server.close()
+        engine.dispose()
+    log.info("stopped")
+
+
+def _listening(server: Any) -> list[str]:
+    """The URLs a waitress server listens on (a host name can resolve to several)."""
+    pairs = getattr(server, "effective_listen", None) or [
+        (server.effective_host, server.effective_port)
+    ]
+    return [f"http://[{h}]:{p}" if ":" in str(h) else f"http://{h}:{p}" for h, p in pairs]
