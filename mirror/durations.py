@@ -66,7 +66,7 @@ def format_duration(seconds: float) -> str:
     if seconds < 1:
         return f"{round(seconds * 1000)}ms"
     if seconds < 60:
-        return f"{seconds:g}s"
+        return f"{round(seconds, 1):g}s"
     minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
