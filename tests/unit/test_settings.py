@@ -208,3 +208,13 @@ def test_require_names_the_missing_variable() -> None:
     settings = load_settings()
     with pytest.raises(ConfigError, match="MIRROR_DATABASE_URL is not set"):
         settings.require("database_url")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.5, "500ms"), (2.82397, "2.8s"), (10, "10s"), (90, "1m30s"), (3600, "1h"), (5400, "1h30m")],
+)
+def test_durations_print_short(seconds: float, text: str) -> None:
+    from mirror.durations import format_duration
+
+    assert format_duration(seconds) == text
