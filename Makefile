@@ -35,5 +35,12 @@ fmt:
 
 check: lint typecheck test
 
+bench: install  ## DESIGN.md targets vs curl, nginx, ffmpeg, aws s3 cp (BENCHMARKS.md); BENCH_QUICK=1: small data
+	$(BIN)/python bench/queue.py
+	$(BIN)/python bench/download.py
+	$(BIN)/python bench/upload.py
+	$(BIN)/python bench/transcode.py
+	$(BIN)/python bench/job.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -6,6 +6,7 @@ reading settings or constructing adapters itself, so tests can pass their own.
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 
@@ -122,4 +123,9 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
     )
-    return Worker(repo, run_one, config, listen_url=settings.database_url)
+    worker = Worker(repo, run_one, config, listen_url=settings.database_url)
+    # Everything built so far (modules, botocore's service models, settings) lives as long
+    # as the process: moved out of the collector's sight, it is never scanned again, and
+    # the exit of `mirror worker` takes ~30 ms instead of ~350 ms (bench/job.py).
+    gc.freeze()
+    return worker

@@ -116,7 +116,7 @@ class S3Storage:
         endpoint_url: str | None = None,
         access_key_id: str | None = None,
         secret_access_key: str | None = None,
-        part_size: int = 64 * MiB,
+        part_size: int = 16 * MiB,
         max_concurrency: int = 8,
         max_attempts: int = 5,
         connect_timeout_s: float = 10.0,

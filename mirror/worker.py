@@ -28,6 +28,8 @@ from mirror.workspace import sweep_orphans
 
 log = get_logger("mirror.worker")
 
+_LISTEN_TICK_S = 0.1  # how often the listener checks for a stop while waiting for NOTIFY
+
 # Runs one claimed job to its recorded end; the worker gives it the slot's abort signal.
 AttemptRunner = Callable[[Lease, AbortSignal], Outcome]
 
@@ -229,7 +231,9 @@ class Worker:
                 ) as conn:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     while not self._stopping.is_set():
-                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                        # A short timeout: the loop's exit joins this thread, and a burst
+                        # run should not wait out a long one (bench/job.py).
+                        for _ in conn.notifies(timeout=_LISTEN_TICK_S, stop_after=1):
                             self._wake.set()
             except psycopg.Error as error:
                 log.debug("listener reconnecting: %s", error)

@@ -17,12 +17,14 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
 from mirror.errors import InsufficientSpace, TransientError
+from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
     FailureBudget,
     RetryableError,
@@ -37,6 +39,9 @@ logger = logging.getLogger("mirror.jellyfin")
 _CONTENT_RANGE = re.compile(r"bytes\s+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE)
 _UNSATISFIED_RANGE = re.compile(r"bytes\s+\*/(\d+)", re.IGNORECASE)
 _SPEED_EVERY_S = 0.5
+# Progress reports while bytes flow: often enough for a live percentage and the stall
+# watchdog (minutes), rare enough to cost nothing next to the copying.
+REPORT_EVERY_S = 0.05
 
 
 def sidecar_path(dest: Path) -> Path:
@@ -116,6 +121,8 @@ class ResumableDownload:
         self._link = _Interrupter(abort)
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
+        self._read_timeout = http.timeout.read
+        self.direct = False  # whether the last body came straight from the socket
 
     def run(self) -> int:
         """Download (or finish) the file; returns its size once verified."""
@@ -162,7 +169,7 @@ class ResumableDownload:
                     return self._finish_complete_partial(response, offset)
                 raise_for_status(response, self._path, self._item_id)
                 return self._write_body(response, offset)
-        except (httpx.TransportError, httpx.StreamError) as exc:
+        except (httpx.TransportError, httpx.StreamError, BodyReadError) as exc:
             self._abort.raise_if_set()
             raise RetryableError(self._interrupted_message(exc)) from exc
         finally:
@@ -212,27 +219,55 @@ class ResumableDownload:
         return self._verified(done)
 
     def _copy_body(self, response: httpx.Response, start: int, total: int | None, mode: str) -> int:
-        """The hot loop: write each raw chunk and report it, nothing more."""
+        """The hot loop: write each chunk; report progress at most every REPORT_EVERY_S.
+
+        Chunks come straight from the socket when possible (see mirror.jellyfin.body),
+        else from httpx's iter_raw. Progress is reported on a clock, not per chunk: a
+        fast link delivers thousands of chunks a second and the heartbeat needs a few.
+        The abort signal is still checked at every chunk.
+        """
+        direct = open_direct_body(response, self._read_timeout) if total is not None else None
+        self.direct = direct is not None
+        chunks: Iterable[bytes | memoryview] = direct.chunks() if direct else response.iter_raw()
         done = start
         began = time.monotonic()
         speed: str | None = None
         next_speed_at = began + _SPEED_EVERY_S
-        report = self._on_progress
+        next_report_at = began + REPORT_EVERY_S
+        reported = start
+        abort = self._abort
+        failed = True
         try:
-            with self._dest.open(mode) as file:
-                for chunk in response.iter_raw():
-                    file.write(chunk)
+            # Unbuffered: writes go to the kernel as they are, with no copy in between.
+            with self._dest.open(mode, buffering=0) as file:
+                for chunk in chunks:
+                    _write_all(file, chunk)
                     done += len(chunk)
                     self._received += len(chunk)
+                    abort.raise_if_set()
                     now = time.monotonic()
+                    if now < next_report_at:
+                        continue
+                    next_report_at = now + REPORT_EVERY_S
                     if now >= next_speed_at:
                         speed = format_speed(self._received / (now - began))
                         next_speed_at = now + _SPEED_EVERY_S
-                    report(Progress("download", bytes_done=done, bytes_total=total, speed=speed))
+                    self._report(done, total, speed)
+                    reported = done
+            failed = False
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise InsufficientSpace(f"disk full while downloading to {self._dest}") from exc
             raise TransientError(f"cannot write the download to {self._dest}: {exc}") from exc
+        finally:
+            if done != reported:  # the last bytes (or those before a failure) are counted
+                elapsed = time.monotonic() - began
+                speed = format_speed(self._received / elapsed) if elapsed > 0 else speed
+                if failed:  # on the way out of a failure a report must not mask it
+                    with contextlib.suppress(Exception):
+                        self._report(done, total, speed)
+                else:
+                    self._report(done, total, speed)
         return done
 
     def _check_content_range(self, response: httpx.Response, offset: int) -> tuple[int, int | None]:
@@ -286,9 +321,16 @@ class ResumableDownload:
         where = f"download of item {self._item_id} ({self._path})"
         if self._received:
             return f"{where} interrupted after {self._received} bytes: {kind}: {detail}"
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx.TimeoutException) or getattr(exc, "timed_out", False):
             return f"Jellyfin did not answer in time for the {where}: {kind}: {detail}"
         return f"Jellyfin unreachable for the {where}: {kind}: {detail}"
+
+
+def _write_all(file: IO[Any], chunk: bytes | memoryview) -> None:
+    """An unbuffered write may take fewer bytes than given (rarely, e.g. on a signal)."""
+    written = file.write(chunk) or 0
+    while written < len(chunk):
+        written += file.write(memoryview(chunk)[written:]) or 0
 
 
 def _content_length(response: httpx.Response) -> int | None:

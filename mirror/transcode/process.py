@@ -5,13 +5,18 @@ Three hazards of a long child process, handled here:
 - its stderr pipe must never fill (ffmpeg would block): a thread drains it all the time
   into a bounded ring buffer, whose tail becomes the error message;
 - `kill -9` of the worker must not leave an orphan ffmpeg writing files: on Linux a tiny
-  exec shim sets PR_SET_PDEATHSIG(SIGKILL) and then execs ffmpeg.
+  exec shim sets PR_SET_PDEATHSIG(SIGKILL) and then execs ffmpeg. The shim is
+  util-linux's `setpriv --pdeathsig KILL` plus a one-line `sh` check (about 1 ms) when
+  setpriv is there, else a Python one (interpreter start-up: 25-70 ms per run, which is
+  a third of a short remux; see bench/transcode.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +41,11 @@ if os.getppid() != int(sys.argv[1]):
 os.execv(sys.argv[2], sys.argv[2:])
 """
 
+# The same check for the setpriv shim, in sh: $PPID is the parent at the time sh started,
+# after setpriv set the death signal; "$1" is the worker's pid.
+_PARENT_CHECK_SH = 'if [ "$PPID" != "$1" ]; then exit 137; fi; shift; exec "$@"'
+_SH = "/bin/sh"
+
 STDERR_TAIL_LINES = 200
 _STDERR_LINE_CHARS = 320  # 200 x 320 chars: at most ~64 KiB kept
 
@@ -47,9 +57,39 @@ def deathsig_prefix() -> list[str]:
     the process. `run_transcode` forks from the job's thread and blocks in that thread
     until ffmpeg is reaped, so the thread always outlives the child.
     """
-    if not sys.platform.startswith("linux") or not sys.executable:
+    if not sys.platform.startswith("linux"):
+        return []
+    setpriv = _setpriv_with_pdeathsig()
+    if setpriv is not None:
+        return [
+            setpriv,
+            "--pdeathsig",
+            "KILL",
+            "--",
+            _SH,
+            "-c",
+            _PARENT_CHECK_SH,
+            "sh",
+            str(os.getpid()),
+        ]
+    if not sys.executable:
         return []
     return [sys.executable, "-I", "-S", "-c", _DEATHSIG_SHIM, str(os.getpid())]
+
+
+@functools.cache
+def _setpriv_with_pdeathsig() -> str | None:
+    """util-linux's setpriv if it knows --pdeathsig (2.33+) and /bin/sh exists; else None."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not os.access(_SH, os.X_OK):
+        return None
+    try:
+        usage = subprocess.run(
+            [setpriv, "--help"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return setpriv if "--pdeathsig" in usage else None
 
 
 def spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:

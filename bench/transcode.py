@@ -1,0 +1,164 @@
+"""Transcode benchmark: our run_transcode vs the bare ffmpeg command line it runs.
+
+Inputs:
+- a 60 s 1920x1080 25 fps H.264/AAC MKV with two audio tracks and a subtitle
+  (quick mode: 10 s), made once by mirror.testing.media.generate_sample into
+  bench/data/transcode/ and kept;
+- the ffmpeg mirror uses (MIRROR_FFMPEG_PATH, PATH, else imageio-ffmpeg's binary);
+- the plan from plan_transcode for that item, twice: video_codec=libx264 and
+  audio_codec=aac (forced re-encode, preset veryfast, crf 23) and auto/auto (remux:
+  streams copied);
+- ours: run_transcode(plan, ffmpeg, heartbeat, abort) with a real Heartbeat (in-memory
+  store, 1 s interval, keep-alive thread running), i.e. process group, PDEATHSIG shim,
+  stderr drain thread and -progress parsing included;
+- peer: build_command(plan)'s argv run with subprocess.run (stdout/stderr to
+  /dev/null), nothing else;
+- remux: warm-up, then 7 rounds (quick: 5) alternating which goes first; re-encode:
+  2 rounds (quick: 1), no separate warm-up (the remux runs warmed the page cache).
+
+Prints median wall times, the ratio ours/bare for each mode (target <= 1.03x) and the
+remux-vs-re-encode speed-up (target 100x+); the LAST line is the re-encode ratio.
+Usage: python bench/transcode.py [--quick]   (or BENCH_QUICK=1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import time
+import uuid
+
+import harness
+from harness import say
+
+from mirror.heartbeat import Heartbeat
+from mirror.item import MediaStream
+from mirror.testing.fakes import InMemoryBeatStore
+from mirror.testing.media import SampleMedia, generate_sample
+from mirror.transcode import TranscodePlan, build_command, plan_transcode, run_transcode
+
+ITEM_ID = "7a1b2c3d4e5f60718293a4b5c6d7e8f9"
+
+
+def make_sample(ffmpeg: str, duration_s: int) -> SampleMedia:
+    """The sample, generated once; its stream facts are kept beside it as JSON."""
+    path = harness.data_dir("transcode") / f"sample-1080p-{duration_s}s.mkv"
+    facts = path.with_suffix(".json")
+    if path.exists() and facts.exists():
+        data = json.loads(facts.read_text())
+        streams = tuple(MediaStream(**stream) for stream in data["streams"])
+        return SampleMedia(path, streams, data["duration_s"], "mkv", path.stat().st_size)
+    say(f"generating {path.name} (kept in bench/data for later runs)")
+    sample = generate_sample(
+        path, "h264_aac", duration_s=duration_s, width=1920, height=1080, ffmpeg_path=ffmpeg
+    )
+    streams_json = [dataclasses.asdict(stream) for stream in sample.streams]
+    facts.write_text(json.dumps({"streams": streams_json, "duration_s": sample.duration_s}))
+    return sample
+
+
+def heartbeat() -> Heartbeat:
+    job_id, token = uuid.uuid4(), uuid.uuid4()
+    return Heartbeat(
+        InMemoryBeatStore(job_id, token),
+        job_id,
+        token,
+        interval=1.0,
+        stall_timeout=600,
+        lease_timeout=1800,
+    )
+
+
+def run_ours(plan: TranscodePlan, ffmpeg: str) -> float:
+    harness.fresh_file(plan.output_dir)
+    beat = heartbeat()
+    with beat:
+        began = time.perf_counter()
+        run_transcode(plan, ffmpeg, beat, beat.abort)
+        seconds = time.perf_counter() - began
+    _check(plan)
+    return seconds
+
+
+def run_bare(plan: TranscodePlan, ffmpeg: str) -> float:
+    harness.fresh_file(plan.output_dir)
+    for output in plan.outputs:  # ffmpeg does not make directories; neither do we here
+        output.path.parent.mkdir(parents=True, exist_ok=True)
+    argv = build_command(plan, ffmpeg)
+    began = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - began
+    _check(plan)
+    return seconds
+
+
+def _check(plan: TranscodePlan) -> None:
+    for output in plan.outputs:
+        assert output.path.stat().st_size > 0, output.path
+
+
+def main() -> None:
+    quick = harness.quick_mode()
+    ffmpeg = shutil.which(harness.ffmpeg_binary()) or harness.ffmpeg_binary()
+    sample = make_sample(ffmpeg, 10 if quick else 60)
+    item = sample.to_item(ITEM_ID)
+    work = harness.data_dir("transcode", "work")
+    plans = {
+        mode: plan_transcode(item, work / mode, sample.path, video_codec=video, audio_codec=audio)
+        for mode, video, audio in (("remux", "auto", "auto"), ("re-encode", "libx264", "aac"))
+    }
+    assert plans["remux"].video.codec == "copy" and plans["re-encode"].video.codec == "libx264"
+
+    remux = harness.alternate(
+        lambda: run_ours(plans["remux"], ffmpeg),
+        lambda: run_bare(plans["remux"], ffmpeg),
+        rounds=5 if quick else 7,
+        label="remux",
+    )
+    encode = harness.alternate(
+        lambda: run_ours(plans["re-encode"], ffmpeg),
+        lambda: run_bare(plans["re-encode"], ffmpeg),
+        rounds=1 if quick else 2,
+        warmup=False,
+        label="re-encode",
+    )
+    harness.fresh_file(work)
+
+    remux_ratio = harness.median(remux.ours) / harness.median(remux.peer)
+    encode_ratio = harness.median(encode.ours) / harness.median(encode.peer)
+    speedup = harness.median(encode.ours) / harness.median(remux.ours)
+    print(
+        f"sample: {sample.duration_s:.0f} s 1920x1080 h264/aac x2, {sample.size / 1e6:.1f} MB; "
+        f"load: {harness.machine_load()}"
+    )
+    print(
+        f"remux (auto): ours {harness.median(remux.ours):.3f} s, "
+        f"bare ffmpeg {harness.median(remux.peer):.3f} s (medians of {len(remux.ours)})"
+    )
+    print(
+        f"re-encode (libx264 veryfast + aac): ours {harness.median(encode.ours):.2f} s, "
+        f"bare ffmpeg {harness.median(encode.peer):.2f} s (medians of {len(encode.ours)})"
+    )
+    print(
+        harness.ratio_line(
+            "remux ours/bare wall time", remux_ratio, "<= 1.03x", remux_ratio <= 1.03
+        )
+    )
+    print(
+        f"remux speed-up over re-encode (ours): {speedup:.0f}x (target 100x+) "
+        f"{'PASS' if speedup >= 100 else 'MISS'}"
+    )
+    print(
+        harness.ratio_line(
+            "transcode (re-encode) ours/bare wall time",
+            encode_ratio,
+            "<= 1.03x",
+            encode_ratio <= 1.03,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
