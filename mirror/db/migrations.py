@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine
-
-from alembic import command
 
 # The migrations live at the top of the source tree (DESIGN's layout), beside the package.
 ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
