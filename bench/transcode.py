@@ -14,7 +14,7 @@ Inputs:
 - peer: build_command(plan)'s argv run with subprocess.run (stdout/stderr to
   /dev/null), nothing else;
 - remux: warm-up, then 7 rounds (quick: 5) alternating which goes first; re-encode:
-  2 rounds (quick: 1), no separate warm-up (the remux runs warmed the page cache).
+  3 rounds (quick: 1), no separate warm-up (the remux runs warmed the page cache).
 
 Prints median wall times, the ratio ours/bare for each mode (target <= 1.03x) and the
 remux-vs-re-encode speed-up (target 100x+); the LAST line is the re-encode ratio.
@@ -120,7 +120,7 @@ def main() -> None:
     encode = harness.alternate(
         lambda: run_ours(plans["re-encode"], ffmpeg),
         lambda: run_bare(plans["re-encode"], ffmpeg),
-        rounds=1 if quick else 2,
+        rounds=1 if quick else 3,
         warmup=False,
         label="re-encode",
     )
