@@ -6,7 +6,6 @@ reading settings or constructing adapters itself, so tests can pass their own.
 
 from __future__ import annotations
 
-import gc
 import os
 import socket
 
@@ -123,9 +122,4 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
     )
-    worker = Worker(repo, run_one, config, listen_url=settings.database_url)
-    # Everything built so far (modules, botocore's service models, settings) lives as long
-    # as the process: moved out of the collector's sight, it is never scanned again, and
-    # the exit of `mirror worker` takes ~30 ms instead of ~350 ms (bench/job.py).
-    gc.freeze()
-    return worker
+    return Worker(repo, run_one, config, listen_url=settings.database_url)

@@ -6,6 +6,7 @@ on stderr; a user mistake never prints a traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import uuid
@@ -137,6 +138,10 @@ def worker(
     config = settings()
     setup_logging(config.log_level)
     runner = composition.build_worker(config, concurrency=concurrency)
+    # Everything built so far (modules, botocore's service models, settings) lives as long
+    # as the process: out of the collector's sight it is never scanned again, and the
+    # exit of `mirror worker` takes ~30 ms instead of ~350 ms (bench/job.py).
+    gc.freeze()
     runner.install_signal_handlers()
     runner.run(burst=burst)
 
