@@ -21,7 +21,6 @@ Usage: python bench/download.py [--quick]   (or BENCH_QUICK=1)
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -30,22 +29,9 @@ import uuid
 from pathlib import Path
 
 import harness
-from harness import MB, MiB, say
+from harness import MB
 
 ITEM_ID = "0b5e2c7d9f8a4e6b8c1d2e3f4a5b6c7d"
-
-
-def make_source(size: int) -> Path:
-    path = harness.data_dir("download") / f"source-{size}.bin"
-    if path.exists() and path.stat().st_size == size:
-        return path
-    say(f"generating {size / MB:.0f} MB of random bytes")
-    block = os.urandom(8 * MiB)
-    with path.open("wb") as file:
-        left = size
-        while left > 0:
-            left -= file.write(block[: min(len(block), left)])
-    return path
 
 
 def run_child(base_url: str, dest: Path, db_url: str, size: int) -> None:
@@ -91,7 +77,7 @@ def main() -> None:
     size = 200 * MB if quick else 2000 * MB
     rounds = 3 if quick else 5
     curl = harness.apt_binary("curl", "curl")
-    source = make_source(size)
+    source = harness.random_file("download", size)
     out_dir = harness.data_dir("download")
     ours_dest = out_dir / "ours.bin"
     peer_dest = out_dir / "curl.bin"

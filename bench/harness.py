@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -343,3 +344,46 @@ def fresh_file(path: Path) -> Path:
 
 def ratio_line(name: str, value: float, target: str, ok: bool) -> str:
     return f"{name}: {value:.3f}x (target {target}) {'PASS' if ok else 'MISS'}"
+
+
+def random_file(folder: str, size: int) -> Path:
+    """`size` random bytes in bench/data/<folder>/, made once and reused by later runs."""
+    path = data_dir(folder) / f"source-{size}.bin"
+    if path.exists() and path.stat().st_size == size:
+        return path
+    say(f"generating {size / MB:.0f} MB of random bytes")
+    block = os.urandom(8 * MiB)
+    with path.open("wb") as file:
+        left = size
+        while left > 0:
+            left -= file.write(block[: min(len(block), left)])
+    return path
+
+
+def cached_sample(folder: str, name: str, ffmpeg: str, duration_s: int, *, noise: bool) -> Any:
+    """A 1080p H.264/AAC sample, generated once; its stream facts are kept beside it."""
+    import dataclasses
+    import json
+
+    from mirror.item import MediaStream
+    from mirror.testing.media import SampleMedia, generate_sample
+
+    path = data_dir(folder) / name
+    facts = path.with_suffix(".json")
+    if path.exists() and facts.exists():
+        data = json.loads(facts.read_text())
+        streams = tuple(MediaStream(**stream) for stream in data["streams"])
+        return SampleMedia(path, streams, data["duration_s"], "mkv", path.stat().st_size)
+    say(f"generating {path.name} (kept in bench/data for later runs)")
+    sample = generate_sample(
+        path,
+        "h264_aac",
+        duration_s=duration_s,
+        width=1920,
+        height=1080,
+        ffmpeg_path=ffmpeg,
+        noise=noise,
+    )
+    streams_json = [dataclasses.asdict(stream) for stream in sample.streams]
+    facts.write_text(json.dumps({"streams": streams_json, "duration_s": sample.duration_s}))
+    return sample

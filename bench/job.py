@@ -32,8 +32,6 @@ Usage: python bench/job.py [--quick]   (or BENCH_QUICK=1)
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -51,35 +49,11 @@ from sqlalchemy import text
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
-from mirror.item import MediaStream
 from mirror.testing.jellyfin_server import JellyfinStandIn
-from mirror.testing.media import SampleMedia, generate_sample
+from mirror.testing.media import SampleMedia
 from mirror.transcode import build_command, plan_transcode
 
 ITEM_ID = "3c9d2e1f0a7b4c6d8e9f0a1b2c3d4e5f"
-
-
-def make_sample(ffmpeg: str, duration_s: int) -> SampleMedia:
-    """The item's file, generated once; its stream facts are kept beside it as JSON."""
-    path = harness.data_dir("job") / f"noise-1080p-{duration_s}s.mkv"
-    facts = path.with_suffix(".json")
-    if path.exists() and facts.exists():
-        data = json.loads(facts.read_text())
-        streams = tuple(MediaStream(**stream) for stream in data["streams"])
-        return SampleMedia(path, streams, data["duration_s"], "mkv", path.stat().st_size)
-    say(f"generating {path.name} (kept in bench/data for later runs)")
-    sample = generate_sample(
-        path,
-        "h264_aac",
-        duration_s=duration_s,
-        width=1920,
-        height=1080,
-        ffmpeg_path=ffmpeg,
-        noise=True,
-    )
-    streams_json = [dataclasses.asdict(stream) for stream in sample.streams]
-    facts.write_text(json.dumps({"streams": streams_json, "duration_s": sample.duration_s}))
-    return sample
 
 
 def item_json(sample: SampleMedia, dest: Path) -> Path:
@@ -207,7 +181,10 @@ def main() -> None:
     ffmpeg = harness.ffmpeg_binary()
     curl = harness.apt_binary("curl", "curl")
     aws = harness.awscli()
-    sample = make_sample(ffmpeg, 5 if quick else 30)
+    seconds = 5 if quick else 30
+    sample = harness.cached_sample(
+        "job", f"noise-1080p-{seconds}s.mkv", ffmpeg, seconds, noise=True
+    )
     work = harness.data_dir("job", "work")
     attempts: list[dict[str, Any]] = []
     peer_phases: list[tuple[float, float, float]] = []

@@ -23,40 +23,18 @@ Usage: python bench/transcode.py [--quick]   (or BENCH_QUICK=1)
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import shutil
 import subprocess
 import time
 import uuid
 
 import harness
-from harness import say
 
 from mirror.heartbeat import Heartbeat
-from mirror.item import MediaStream
 from mirror.testing.fakes import InMemoryBeatStore
-from mirror.testing.media import SampleMedia, generate_sample
 from mirror.transcode import TranscodePlan, build_command, plan_transcode, run_transcode
 
 ITEM_ID = "7a1b2c3d4e5f60718293a4b5c6d7e8f9"
-
-
-def make_sample(ffmpeg: str, duration_s: int) -> SampleMedia:
-    """The sample, generated once; its stream facts are kept beside it as JSON."""
-    path = harness.data_dir("transcode") / f"sample-1080p-{duration_s}s.mkv"
-    facts = path.with_suffix(".json")
-    if path.exists() and facts.exists():
-        data = json.loads(facts.read_text())
-        streams = tuple(MediaStream(**stream) for stream in data["streams"])
-        return SampleMedia(path, streams, data["duration_s"], "mkv", path.stat().st_size)
-    say(f"generating {path.name} (kept in bench/data for later runs)")
-    sample = generate_sample(
-        path, "h264_aac", duration_s=duration_s, width=1920, height=1080, ffmpeg_path=ffmpeg
-    )
-    streams_json = [dataclasses.asdict(stream) for stream in sample.streams]
-    facts.write_text(json.dumps({"streams": streams_json, "duration_s": sample.duration_s}))
-    return sample
 
 
 def heartbeat() -> Heartbeat:
@@ -102,7 +80,10 @@ def _check(plan: TranscodePlan) -> None:
 def main() -> None:
     quick = harness.quick_mode()
     ffmpeg = shutil.which(harness.ffmpeg_binary()) or harness.ffmpeg_binary()
-    sample = make_sample(ffmpeg, 10 if quick else 60)
+    seconds = 10 if quick else 60
+    sample = harness.cached_sample(
+        "transcode", f"sample-1080p-{seconds}s.mkv", ffmpeg, seconds, noise=False
+    )
     item = sample.to_item(ITEM_ID)
     work = harness.data_dir("transcode", "work")
     plans = {

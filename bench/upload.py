@@ -19,7 +19,6 @@ Usage: python bench/upload.py [--quick]   (or BENCH_QUICK=1)
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 import time
@@ -27,7 +26,7 @@ import uuid
 from pathlib import Path
 
 import harness
-from harness import MB, MiB, say
+from harness import MB, MiB
 
 from mirror.heartbeat import Heartbeat
 from mirror.settings import Settings
@@ -35,19 +34,6 @@ from mirror.storage import S3Storage, Upload
 from mirror.testing.fakes import InMemoryBeatStore
 
 KEY = "mirror/0123456789abcdef0123456789abcdef/video.mp4"
-
-
-def make_source(size: int) -> Path:
-    path = harness.data_dir("upload") / f"source-{size}.bin"
-    if path.exists() and path.stat().st_size == size:
-        return path
-    say(f"generating {size / MB:.0f} MB of random bytes")
-    block = os.urandom(8 * MiB)
-    with path.open("wb") as file:
-        left = size
-        while left > 0:
-            left -= file.write(block[: min(len(block), left)])
-    return path
 
 
 def default_part_size() -> int:
@@ -77,7 +63,7 @@ def main() -> None:
     size = 100 * MB if quick else 1000 * MB
     rounds = 3
     aws = harness.awscli()
-    source = make_source(size)
+    source = harness.random_file("upload", size)
     part_size = default_part_size()
     with tempfile.TemporaryDirectory(prefix="mirror-bench-upload-") as scratch:
         env = harness.aws_env(Path(scratch))
