@@ -78,7 +78,7 @@ class JobRepository:
                 if result is not None:
                     results.append(result)
             if any(r.created for r in results):
-                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+                _notify(conn)
         return results
 
     def _enqueue_one(
@@ -173,20 +173,13 @@ class JobRepository:
         self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
     ) -> Fence:
         """Record a sign of life (and the latest progress, if given) of the attempt."""
-        with self.engine.begin() as conn:
-            updated = conn.execute(
-                text(
-                    f"""
-                    UPDATE {_JOBS}
-                    SET heartbeat_at = now(),
-                        heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data),
-                        updated_at = now()
-                    WHERE id = :id AND status = 'processing' AND lease_token = :token
-                    """
-                ),
-                {"id": job_id, "token": token, "progress": _json(progress)},
-            ).rowcount
-            return Fence.OK if updated else self._why_fenced(conn, job_id, token)
+        return self._fenced_update(
+            job_id,
+            token,
+            """heartbeat_at = now(),
+               heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
+            {"progress": _json(progress)},
+        )
 
     def mark_done(
         self,
@@ -198,11 +191,11 @@ class JobRepository:
         progress: dict[str, Any] | None = None,
     ) -> Fence:
         """Finish the attempt: outputs are in S3; record their keys."""
-        return self._finish(
+        return self._fenced_update(
             job_id,
             token,
             """status = 'done', video_key = :video_key, audio_keys = CAST(:audio_keys AS jsonb),
-               error = NULL, finished_at = now(),
+               error = NULL, finished_at = now(), heartbeat_at = now(),
                heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
             {
                 "video_key": video_key,
@@ -213,10 +206,10 @@ class JobRepository:
 
     def mark_failed(self, job_id: uuid.UUID, token: uuid.UUID, error: str) -> Fence:
         """Fail now: retrying cannot help (unknown item, rejected key, corrupt media)."""
-        return self._finish(
+        return self._fenced_update(
             job_id,
             token,
-            "status = 'failed', error = :error, finished_at = now()",
+            "status = 'failed', error = :error, finished_at = now(), heartbeat_at = now()",
             {"error": error},
         )
 
@@ -262,42 +255,44 @@ class JobRepository:
         note: str | None = None,
     ) -> Fence:
         """Back to `new` without using an attempt (shutdown, too little disk space)."""
-        with self.engine.begin() as conn:
-            updated = conn.execute(
-                text(
-                    f"""
-                    UPDATE {_JOBS}
-                    SET status = 'new',
-                        attempts = GREATEST(attempts - 1, 0),
-                        run_after = now() + make_interval(secs => :delay),
-                        error = COALESCE(:note, error),
-                        worker_id = NULL,
-                        lease_token = NULL,
-                        updated_at = now()
-                    WHERE id = :id AND status = 'processing' AND lease_token = :token
-                    """
-                ),
-                {"id": job_id, "token": token, "delay": delay_s, "note": note},
-            ).rowcount
-            if updated:
-                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
-                return Fence.OK
-            return self._why_fenced(conn, job_id, token)
+        return self._fenced_update(
+            job_id,
+            token,
+            """status = 'new',
+               attempts = GREATEST(attempts - 1, 0),
+               run_after = now() + make_interval(secs => :delay),
+               error = COALESCE(:note, error),
+               worker_id = NULL,
+               lease_token = NULL""",
+            {"delay": delay_s, "note": note},
+            notify=True,
+        )
 
-    def _finish(
-        self, job_id: uuid.UUID, token: uuid.UUID, assignments: str, params: dict[str, Any]
+    def _fenced_update(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        assignments: str,
+        params: dict[str, Any],
+        *,
+        notify: bool = False,
     ) -> Fence:
+        """One UPDATE that only the attempt holding `token` can make, or why it could not."""
         with self.engine.begin() as conn:
             updated = conn.execute(
                 text(
                     f"""
-                    UPDATE {_JOBS} SET {assignments}, heartbeat_at = now(), updated_at = now()
+                    UPDATE {_JOBS} SET {assignments}, updated_at = now()
                     WHERE id = :id AND status = 'processing' AND lease_token = :token
                     """
                 ),
                 {"id": job_id, "token": token, **params},
             ).rowcount
-            return Fence.OK if updated else self._why_fenced(conn, job_id, token)
+            if not updated:
+                return self._why_fenced(conn, job_id, token)
+            if notify:
+                _notify(conn)
+            return Fence.OK
 
     @staticmethod
     def _why_fenced(conn: Connection, job_id: uuid.UUID, token: uuid.UUID) -> Fence:
@@ -357,7 +352,7 @@ class JobRepository:
                 {"stale": stale_timeout_s, "stale_text": f"{stale_timeout_s:g}s"},
             ).all()
             if any(row.status == "new" for row in rows):
-                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+                _notify(conn)
         return [
             Rescued(
                 job_id=row.id,
@@ -422,7 +417,7 @@ class JobRepository:
             ).first()
             if row is None:
                 raise JobStateError(f"job {job_id} changed while retrying it; try again")
-            conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
+            _notify(conn)
             return _record(row)
 
     def get(self, job_id: uuid.UUID) -> JobRecord:
@@ -478,3 +473,8 @@ class JobRepository:
 
 def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value)
+
+
+def _notify(conn: Connection) -> None:
+    """Wake idle workers (LISTEN); delivered when the transaction commits."""
+    conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": NOTIFY_CHANNEL})
