@@ -387,3 +387,19 @@ def cached_sample(folder: str, name: str, ffmpeg: str, duration_s: int, *, noise
     streams_json = [dataclasses.asdict(stream) for stream in sample.streams]
     facts.write_text(json.dumps({"streams": streams_json, "duration_s": sample.duration_s}))
     return sample
+
+
+def offline_heartbeat() -> Any:
+    """A real Heartbeat on an in-memory store: our callback cost, without a database."""
+    from mirror.heartbeat import Heartbeat
+    from mirror.testing.fakes import InMemoryBeatStore
+
+    job_id, token = uuid.uuid4(), uuid.uuid4()
+    return Heartbeat(
+        InMemoryBeatStore(job_id, token),
+        job_id,
+        token,
+        interval=1.0,
+        stall_timeout=600,
+        lease_timeout=1800,
+    )

@@ -26,32 +26,17 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-import uuid
 
 import harness
 
-from mirror.heartbeat import Heartbeat
-from mirror.testing.fakes import InMemoryBeatStore
 from mirror.transcode import TranscodePlan, build_command, plan_transcode, run_transcode
 
 ITEM_ID = "7a1b2c3d4e5f60718293a4b5c6d7e8f9"
 
 
-def heartbeat() -> Heartbeat:
-    job_id, token = uuid.uuid4(), uuid.uuid4()
-    return Heartbeat(
-        InMemoryBeatStore(job_id, token),
-        job_id,
-        token,
-        interval=1.0,
-        stall_timeout=600,
-        lease_timeout=1800,
-    )
-
-
 def run_ours(plan: TranscodePlan, ffmpeg: str) -> float:
     harness.fresh_file(plan.output_dir)
-    beat = heartbeat()
+    beat = harness.offline_heartbeat()
     with beat:
         began = time.perf_counter()
         run_transcode(plan, ffmpeg, beat, beat.abort)

@@ -22,16 +22,13 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import harness
 from harness import MB, MiB
 
-from mirror.heartbeat import Heartbeat
 from mirror.settings import Settings
 from mirror.storage import S3Storage, Upload
-from mirror.testing.fakes import InMemoryBeatStore
 
 KEY = "mirror/0123456789abcdef0123456789abcdef/video.mp4"
 
@@ -43,15 +40,7 @@ def default_part_size() -> int:
 
 
 def upload_ours(storage: S3Storage, source: Path) -> float:
-    job_id, token = uuid.uuid4(), uuid.uuid4()
-    beat = Heartbeat(
-        InMemoryBeatStore(job_id, token),
-        job_id,
-        token,
-        interval=1.0,
-        stall_timeout=600,
-        lease_timeout=1800,
-    )
+    beat = harness.offline_heartbeat()
     with beat:
         began = time.perf_counter()
         storage.upload_files([Upload(source, KEY, "video/mp4")], on_progress=beat, abort=beat.abort)
