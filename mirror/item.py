@@ -1,7 +1,8 @@
 """What mirror knows about a Jellyfin item: plain data, no I/O.
 
 The Jellyfin client builds these from the API's JSON; the transcode planner reads them.
-Stream facts come from Jellyfin itself, so mirror needs no ffprobe.
+Jellyfin's stream numbering is its own (sidecar files come first), so a stream's place
+in the downloaded file is worked out from these facts, never taken from `index`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class MediaStream:
-    """One stream of the source file; `index` is ffmpeg's stream index."""
+    """One stream Jellyfin lists for a media source.
+
+    `index` is Jellyfin's `MediaStreams[].Index`: external (sidecar) streams are listed
+    first and every stream is numbered after them, so it is NOT ffmpeg's stream index.
+    """
 
     index: int
     type: str  # Jellyfin's MediaStream Type: Video, Audio, Subtitle, EmbeddedImage, Data
@@ -24,6 +29,12 @@ class MediaStream:
     height: int | None = None
     frame_rate: float | None = None  # frames per second (RealFrameRate, else Average)
     is_default: bool = False
+    is_forced: bool = False
+    is_external: bool = False  # a sidecar file beside the media (`path`), not in the download
+    path: str | None = None  # the sidecar's own file; None for the media file's streams
+    pixel_format: str | None = None  # e.g. yuv420p, yuv420p10le
+    profile: str | None = None  # e.g. High, Main 10
+    bit_depth: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +47,16 @@ class MediaItem:
     container: str | None
     size: int | None  # bytes, from MediaSources[].Size
     duration_s: float | None  # from RunTimeTicks
-    streams: tuple[MediaStream, ...]
+    streams: tuple[MediaStream, ...]  # empty until Jellyfin has probed the file
+    source_id: str | None = None  # MediaSources[].Id of the source /Download serves
+    path: str | None = None  # that source's Path on the Jellyfin host
+    video_type: str | None = None  # VideoFile, Iso, Dvd, BluRay
+    location_type: str | None = None  # FileSystem, Remote, Virtual, Offline
+    protocol: str | None = None  # File, Http, ... (a .strm link is Http)
+    is_remote: bool = False
+    is_folder: bool = False
+    etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
+    source_count: int = 1  # how many MediaSources (versions) the item has
 
     @property
     def video_streams(self) -> tuple[MediaStream, ...]:
@@ -45,6 +65,27 @@ class MediaItem:
     @property
     def audio_streams(self) -> tuple[MediaStream, ...]:
         return tuple(s for s in self.streams if s.type == "Audio")
+
+    @property
+    def file_streams(self) -> tuple[MediaStream, ...]:
+        """The streams inside the downloaded file (sidecars left out), in Jellyfin's order."""
+        return tuple(s for s in self.streams if not s.is_external)
+
+    @property
+    def external_streams(self) -> tuple[MediaStream, ...]:
+        """Sidecar streams: separate files beside the media, not part of the download."""
+        return tuple(s for s in self.streams if s.is_external)
+
+    def source_json(self) -> dict[str, object]:
+        """What was mirrored, for the job row's `source` column (nulls left out)."""
+        facts: dict[str, object | None] = {
+            "media_source_id": self.source_id,
+            "path": self.path,
+            "size": self.size,
+            "container": self.container,
+            "etag": self.etag,
+        }
+        return {key: value for key, value in facts.items() if value is not None}
 
 
 # .NET's Guid.TryParse formats N, D, B and P: the API sends N, webhook templates send D.

@@ -168,13 +168,14 @@ def job_details(
         rows.append(("progress", " ".join(part for part in (phase, percent, counts) if part)))
     if record.finished_at:
         rows.append(("finished", record.finished_at.isoformat()))
+    if record.source:
+        rows.append(("source", _source_line(record.source)))
     if record.video_key:
-        rows.append(("video", record.video_key))
+        rows.append(("video", _output_line(record.video_key, record.video, _VIDEO_FACTS)))
     for audio in record.audio_keys or []:
-        label = ", ".join(
-            str(audio[k]) for k in ("language", "title", "codec") if audio.get(k) is not None
-        )
-        rows.append(("audio", f"{audio.get('key')} ({label})" if label else str(audio.get("key"))))
+        rows.append(("audio", _output_line(str(audio.get("key")), audio, _AUDIO_FACTS)))
+    for skipped in record.skipped_streams or []:
+        rows.append(("skipped", _skipped_line(skipped)))
     if record.error:
         rows.append(("error", record.error))
     table = Table.grid(padding=(0, 2))
@@ -185,6 +186,40 @@ def job_details(
     if not attempts:
         return Group(table)
     return Group(table, Text(""), attempts_table(attempts))
+
+
+_VIDEO_FACTS = ("codec", "width", "height")
+_AUDIO_FACTS = ("language", "title", "codec")
+
+
+def _output_line(key: str, facts: dict[str, Any] | None, labels: tuple[str, ...]) -> str:
+    """`key (eng, English, aac) 1.2 MiB sha256 ab12...`: what was stored and its checksum."""
+    facts = facts or {}
+    label = ", ".join(str(facts[k]) for k in labels if facts.get(k) is not None)
+    line = f"{key} ({label})" if label else key
+    if isinstance(facts.get("size"), int):
+        line += f" {format_bytes(facts['size'])}"
+    if facts.get("sha256"):
+        line += f" sha256 {facts['sha256']}"
+    return line
+
+
+def _source_line(source: dict[str, Any]) -> str:
+    """The media source that was downloaded: its id, path and size."""
+    parts = [str(source[k]) for k in ("media_source_id", "path") if source.get(k)]
+    if isinstance(source.get("size"), int):
+        parts.append(format_bytes(source["size"]))
+    return " ".join(parts)
+
+
+def _skipped_line(skipped: dict[str, Any]) -> str:
+    """`#0 Subtitle subrip eng: external file /m/Movie.en.srt`."""
+    facts = " ".join(
+        str(skipped[k]) for k in ("kind", "codec", "language") if skipped.get(k) is not None
+    )
+    index = skipped.get("index")
+    prefix = f"#{index} {facts}" if index is not None else facts
+    return f"{prefix}: {skipped.get('reason', 'not mirrored')}"
 
 
 def attempts_table(attempts: list[AttemptRecord]) -> Table:

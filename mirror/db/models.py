@@ -75,6 +75,9 @@ class Job(Base):
         DateTime(timezone=True), nullable=False, server_default=text("now()")
     )
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    video: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    skipped_streams: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    source: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
 
     __table_args__ = (
         CheckConstraint(

@@ -49,6 +49,9 @@ class JobRecord:
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
+    video: dict[str, Any] | None = None  # {key, size, sha256, codec, width, height, duration_s}
+    skipped_streams: list[dict[str, Any]] | None = None  # {index, kind, codec, language, reason}
+    source: dict[str, Any] | None = None  # the media source mirrored: Id, Path, Size, ...
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly dict for `--json` output."""

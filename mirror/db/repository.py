@@ -188,18 +188,27 @@ class JobRepository:
         *,
         video_key: str,
         audio_keys: Sequence[dict[str, Any]],
+        video: dict[str, Any] | None = None,
+        skipped_streams: Sequence[dict[str, Any]] | None = None,
+        source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
     ) -> Fence:
-        """Finish the attempt: outputs are in S3; record their keys."""
+        """Finish the attempt: outputs are in S3; record their keys, checksums and source."""
         return self._fenced_update(
             job_id,
             token,
             """status = 'done', video_key = :video_key, audio_keys = CAST(:audio_keys AS jsonb),
+               video = CAST(:video AS jsonb),
+               skipped_streams = CAST(:skipped_streams AS jsonb),
+               source = CAST(:source AS jsonb),
                error = NULL, finished_at = now(), heartbeat_at = now(),
                heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
             {
                 "video_key": video_key,
                 "audio_keys": json.dumps(list(audio_keys)),
+                "video": _json(video),
+                "skipped_streams": json.dumps(list(skipped_streams or [])),
+                "source": _json(source),
                 "progress": _json(progress),
             },
         )

@@ -106,6 +106,12 @@ def parse_media_stream(data: Mapping[str, Any]) -> MediaStream | None:
         frame_rate=_positive_float(data.get("RealFrameRate"))
         or _positive_float(data.get("AverageFrameRate")),
         is_default=data.get("IsDefault") is True,
+        is_forced=data.get("IsForced") is True,
+        is_external=data.get("IsExternal") is True,
+        path=_str(data.get("Path")) if data.get("IsExternal") is True else None,
+        pixel_format=_str(data.get("PixelFormat")),
+        profile=_str(data.get("Profile")),
+        bit_depth=_int(data.get("BitDepth")),
     )
 
 
@@ -143,15 +149,24 @@ def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
     ticks = _int(data.get("RunTimeTicks"))
     if ticks is None and source is not None:
         ticks = _int(source.get("RunTimeTicks"))
-    container = _str(source.get("Container")) if source is not None else None
+    src: Mapping[str, Any] = source if source is not None else {}
     return MediaItem(
         id=item_id,
         name=_str(data.get("Name")) or item_id,
         type=_str(data.get("Type")) or "Unknown",
-        container=container or _str(data.get("Container")),
-        size=_int(source.get("Size")) if source is not None else None,
+        container=_str(src.get("Container")) or _str(data.get("Container")),
+        size=_int(src.get("Size")),
         duration_s=ticks / TICKS_PER_SECOND if ticks is not None else None,
         streams=tuple(streams),
+        source_id=_id_or_none(src.get("Id")),
+        path=_str(src.get("Path")) or _str(data.get("Path")),
+        video_type=_str(src.get("VideoType")) or _str(data.get("VideoType")),
+        location_type=_str(data.get("LocationType")),
+        protocol=_str(src.get("Protocol")),
+        is_remote=src.get("IsRemote") is True,
+        is_folder=data.get("IsFolder") is True,
+        etag=_str(src.get("ETag")) or _str(data.get("Etag")),
+        source_count=len(sources) if isinstance(sources, list) else 0,
     )
 
 

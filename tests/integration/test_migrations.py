@@ -36,11 +36,13 @@ def test_upgrade_from_empty_then_models_and_migrations_agree(empty_database_url:
     assert columns["lease_token"] == "uuid"
     assert columns["heartbeat_data"] == "jsonb"
     assert columns["audio_keys"] == "jsonb"
+    assert columns["video"] == columns["skipped_streams"] == columns["source"] == "jsonb"
     assert columns["heartbeat_at"] == "timestamp with time zone"
     expected = {
         "id", "item_id", "status", "priority", "attempts", "max_attempts", "run_after",
         "worker_id", "lease_token", "taken_at", "heartbeat_at", "heartbeat_data", "video_key",
         "audio_keys", "error", "created_at", "updated_at", "finished_at",
+        "video", "skipped_streams", "source",
     }  # fmt: skip
     assert set(columns) == expected
     assert {"ix_jobs_one_active_per_item", "ix_jobs_claim", "ix_jobs_stale"} <= indexes
