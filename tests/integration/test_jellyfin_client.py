@@ -104,10 +104,19 @@ def test_get_item_maps_the_streams_of_the_example_movie(
     assert item.duration_s == 5965.0
     assert item.streams == (
         MediaStream(
-            0, "Video", "h264", width=1920, height=1080, frame_rate=23.976025, is_default=True
+            0,
+            "Video",
+            "h264",
+            width=1920,
+            height=1080,
+            frame_rate=23.976025,
+            is_default=True,
+            pixel_format="yuv420p",
+            profile="High",
+            bit_depth=8,
         ),
         MediaStream(1, "Audio", "eac3", "eng", "English 5.1", channels=6, is_default=True),
-        MediaStream(2, "Audio", "aac", "fre", "Français Stéréo", channels=2),
+        MediaStream(2, "Audio", "aac", "fre", "Français Stéréo", channels=2, profile="LC"),
         MediaStream(3, "Subtitle", "subrip", "eng", "English (SDH)"),
     )
 
