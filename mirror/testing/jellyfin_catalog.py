@@ -12,7 +12,7 @@ import threading
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,19 @@ from mirror.item import MediaStream
 
 TICKS_PER_SECOND = 10_000_000
 VERSION = "10.11.11"
+
+# Jellyfin's BaseItemKind: /Items drops any includeItemTypes value not in it.
+ITEM_KINDS = (
+    "AggregateFolder", "Audio", "AudioBook", "BasePluginFolder", "Book", "BoxSet", "Channel",
+    "ChannelFolderItem", "CollectionFolder", "Episode", "Folder", "Genre",
+    "ManualPlaylistsFolder", "Movie", "LiveTvChannel", "LiveTvProgram", "MusicAlbum",
+    "MusicArtist", "MusicGenre", "MusicVideo", "Person", "Photo", "PhotoAlbum", "Playlist",
+    "PlaylistsFolder", "Program", "Recording", "Season", "Series", "Studio", "Trailer",
+    "TvChannel", "TvProgram", "UserRootFolder", "UserView", "Video", "Year",
+)  # fmt: skip
+_KINDS_BY_LOWER = {kind.lower(): kind for kind in ITEM_KINDS}
+# Disc rips kept as folders: /Download cannot serve a folder and answers 400.
+FOLDER_VIDEO_TYPES = frozenset({"Dvd", "BluRay"})
 
 # .NET Guid.TryParse formats N, D, B, P: what Jellyfin accepts in ids.
 _DASHED = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -107,6 +120,40 @@ def stream_json(stream: MediaStream | Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Sidecar:
+    """An external stream: a file beside the media (`Movie.en.srt`, `Movie.commentary.mka`).
+
+    Jellyfin lists these FIRST in MediaStreams and numbers the file's own streams after
+    them (FFProbeVideoInfo: "Add external streams before adding the streams from the file").
+    """
+
+    path: Path
+    type: str = "Subtitle"
+    codec: str = "subrip"
+    language: str | None = None
+    title: str | None = None
+
+    def to_json(self, index: int) -> dict[str, Any]:
+        is_text = self.type == "Subtitle" and self.codec in _TEXT_SUBTITLES
+        return _without_nulls(
+            {
+                "Codec": self.codec,
+                "Language": self.language,
+                "Title": self.title,
+                "DisplayTitle": self.title or self.codec.upper(),
+                "IsDefault": False,
+                "IsForced": False,
+                "Type": self.type,
+                "Index": index,
+                "IsExternal": True,
+                "IsTextSubtitleStream": is_text,
+                "SupportsExternalStream": is_text,
+                "Path": str(self.path),
+            }
+        )
+
+
+@dataclass(frozen=True)
 class CatalogLibrary:
     id: str
     name: str
@@ -131,63 +178,115 @@ class CatalogItem:
     name: str
     type: str
     path: Path
-    streams: tuple[dict[str, Any], ...]
+    streams: tuple[dict[str, Any], ...]  # the file's own streams, Index from 0
     duration_s: float
     library_id: str
     downloadable: bool = True
     reported_size: int | None = None  # MediaSources Size if not the file's real size
     extra: Mapping[str, Any] = field(default_factory=dict)  # more BaseItemDto fields
+    sidecars: tuple[Sidecar, ...] = ()
+    probed: bool = True  # False: MediaStreams empty and no RunTimeTicks, as before ffprobe ran
+    video_type: str = "VideoFile"  # Iso, Dvd, BluRay
+    location_type: str = "FileSystem"  # Virtual: a missing episode, no file at all
+    protocol: str = "File"  # Http: a .strm link (IsRemote); /Download serves the .strm text
+    other_versions: tuple[tuple[str, Path], ...] = ()  # (source id, path), listed first
+    omit_size: bool = False
+    symlink_bug: bool = False  # 10.11.1-10.11.4: the link's own size, 500 on ranges
+    is_folder: bool = False
 
     @property
     def sort_name(self) -> str:
         return self.name.casefold()
 
+    @property
+    def has_file(self) -> bool:
+        """Whether /Download can serve a file for this item at all."""
+        return (
+            self.downloadable
+            and not self.is_folder
+            and self.location_type != "Virtual"
+            and self.video_type not in FOLDER_VIDEO_TYPES
+        )
+
     def size(self) -> int | None:
         if self.reported_size is not None:
             return self.reported_size
         try:
+            if self.symlink_bug:
+                return self.path.lstat().st_size
             return self.path.stat().st_size
+        except OSError:
+            return None
+
+    def media_streams(self) -> list[dict[str, Any]]:
+        """Sidecars first, then the file's streams renumbered after them, as Jellyfin does."""
+        if not self.probed:
+            return []
+        shift = len(self.sidecars)
+        streams = [sidecar.to_json(n) for n, sidecar in enumerate(self.sidecars)]
+        for stream in self.streams:
+            shifted = dict(stream)
+            if isinstance(shifted.get("Index"), int):
+                shifted["Index"] += shift
+            streams.append(shifted)
+        return streams
+
+    def _source(self, source_id: str, path: Path, ticks: int | None) -> dict[str, Any]:
+        container = path.suffix.lstrip(".").lower() or None
+        remote = self.protocol != "File"
+        own = source_id == self.id
+        return _without_nulls(
+            {
+                "Protocol": self.protocol,
+                "Id": source_id,
+                "Path": "http://media.example/stream.mkv" if remote else str(path),
+                "Type": "Default" if own else "Grouping",
+                "Container": None if remote else container,
+                "Size": None if self.omit_size or remote else self._size_of(path, own),
+                "Name": path.stem,
+                "IsRemote": remote,
+                "RunTimeTicks": ticks,
+                "SupportsDirectPlay": True,
+                "VideoType": self.video_type,
+                "IsoType": "Dvd" if self.video_type == "Iso" else None,
+                "MediaStreams": self.media_streams(),
+            }
+        )
+
+    def _size_of(self, path: Path, own: bool) -> int | None:
+        if own:
+            return self.size()
+        try:
+            return path.stat().st_size
         except OSError:
             return None
 
     def to_json(self, fields: Iterable[str], server_id: str) -> dict[str, Any]:
         """A `BaseItemDto`; Path, MediaSources, MediaStreams only when asked for."""
         wanted = {name.strip().lower() for name in fields}
-        ticks = round(self.duration_s * TICKS_PER_SECOND)
+        ticks = round(self.duration_s * TICKS_PER_SECOND) if self.probed else None
         container = self.path.suffix.lstrip(".").lower() or None
-        streams = [dict(stream) for stream in self.streams]
-        source = _without_nulls(
-            {
-                "Protocol": "File",
-                "Id": self.id,
-                "Path": str(self.path),
-                "Type": "Default",
-                "Container": container,
-                "Size": self.size(),
-                "Name": self.path.stem,
-                "IsRemote": False,
-                "RunTimeTicks": ticks,
-                "SupportsDirectPlay": True,
-                "VideoType": "VideoFile",
-                "MediaStreams": streams,
-            }
-        )
+        sources: list[dict[str, Any]] | None = None
+        if not self.is_folder and self.location_type != "Virtual":
+            sources = [self._source(vid, path, ticks) for vid, path in self.other_versions]
+            sources.append(self._source(self.id, self.path, ticks))
+        has_path = self.location_type != "Virtual"
         data: dict[str, Any] = {
             "Name": self.name,
             "ServerId": server_id,
             "Id": self.id,
-            "Container": container,
+            "Container": None if self.is_folder else container,
             "SortName": self.sort_name if "sortname" in wanted else None,
-            "MediaSources": [source] if "mediasources" in wanted else None,
-            "Path": str(self.path) if "path" in wanted else None,
-            "RunTimeTicks": ticks,
-            "IsFolder": False,
+            "MediaSources": sources if "mediasources" in wanted else None,
+            "Path": str(self.path) if "path" in wanted and has_path else None,
+            "RunTimeTicks": None if self.is_folder else ticks,
+            "IsFolder": self.is_folder,
             "ParentId": self.library_id if "parentid" in wanted else None,
             "Type": self.type,
-            "MediaStreams": streams if "mediastreams" in wanted else None,
-            "VideoType": "VideoFile",
-            "LocationType": "FileSystem",
-            "MediaType": "Video",
+            "MediaStreams": self.media_streams() if "mediastreams" in wanted else None,
+            "VideoType": None if self.is_folder else self.video_type,
+            "LocationType": self.location_type,
+            "MediaType": "Unknown" if self.is_folder else "Video",
             **self.extra,
         }
         return _without_nulls(data)
@@ -227,6 +326,15 @@ class Catalog:
         downloadable: bool = True,
         reported_size: int | None = None,
         extra: Mapping[str, Any] | None = None,
+        sidecars: Sequence[Sidecar] = (),
+        probed: bool = True,
+        video_type: str = "VideoFile",
+        location_type: str = "FileSystem",
+        protocol: str = "File",
+        other_versions: Sequence[Path] = (),
+        omit_size: bool = False,
+        symlink_bug: bool = False,
+        is_folder: bool = False,
     ) -> str:
         if item_id is None:
             new_id = uuid.uuid4().hex
@@ -250,10 +358,38 @@ class Catalog:
             downloadable=downloadable,
             reported_size=reported_size,
             extra=dict(extra or {}),
+            sidecars=tuple(sidecars),
+            probed=probed,
+            video_type=video_type,
+            location_type=location_type,
+            protocol=protocol,
+            other_versions=tuple((uuid.uuid4().hex, Path(p)) for p in other_versions),
+            omit_size=omit_size,
+            symlink_bug=symlink_bug,
+            is_folder=is_folder,
         )
         with self._lock:
             self._items[new_id] = item
         return new_id
+
+    def add_folder(
+        self, name: str, *, item_type: str = "Folder", library_id: str | None = None
+    ) -> str:
+        """A folder-like item (Series, Season, BoxSet, Folder): no file, no MediaSources."""
+        return self.add_item(
+            Path("/media") / name,
+            name=name,
+            streams=(),
+            duration_s=0,
+            item_type=item_type,
+            library_id=library_id,
+            is_folder=True,
+        )
+
+    def mark_probed(self, item_id: str, probed: bool = True) -> None:
+        """Jellyfin's ffprobe ran (or not): MediaStreams and RunTimeTicks appear."""
+        with self._lock:
+            self._items[item_id] = replace(self._items[item_id], probed=probed)
 
     def item(self, item_id: str) -> CatalogItem | None:
         with self._lock:
@@ -270,8 +406,14 @@ class Catalog:
         parent_id: str | None,
         include_types: Sequence[str],
         sort_by: Sequence[str],
+        exclude_location_types: Sequence[str] = (),
+        is_missing: bool | None = None,
     ) -> list[CatalogItem]:
-        """The `/Items` filters, before paging (ids/parentId already normalized)."""
+        """The `/Items` filters, before paging (ids/parentId already normalized).
+
+        Like Jellyfin, unknown `includeItemTypes` values are dropped silently, and with
+        none left every kind of item comes back, folders and series included.
+        """
         with self._lock:
             items = list(self._items.values())
         if ids is not None:
@@ -279,9 +421,16 @@ class Catalog:
             items = [item for item in items if item.id in wanted]
         if parent_id is not None:
             items = [item for item in items if item.library_id == parent_id]
-        if include_types:
-            types = {name.lower() for name in include_types}
-            items = [item for item in items if item.type.lower() in types]
+        types = {_KINDS_BY_LOWER[t.lower()] for t in include_types if t.lower() in _KINDS_BY_LOWER}
+        if types:
+            items = [item for item in items if item.type in types]
+        excluded = {name.lower() for name in exclude_location_types}
+        if is_missing is False:
+            excluded.add("virtual")
+        if excluded:
+            items = [item for item in items if item.location_type.lower() not in excluded]
+        if is_missing is True:
+            items = [item for item in items if item.location_type == "Virtual"]
         if any(key.lower() == "sortname" for key in sort_by):
             items.sort(key=lambda item: (item.sort_name, item.id))
         return items

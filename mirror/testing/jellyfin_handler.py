@@ -9,6 +9,7 @@ processing (206 + Content-Range, 416 past the end, If-Range against Last-Modifie
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import os
 import secrets
@@ -34,6 +35,17 @@ from mirror.testing.jellyfin_catalog import (
 )
 
 _CHUNK = 1024 * 1024
+
+
+def _not_newer(mtime: float, if_range: str) -> bool:
+    """Whether the file is not newer than the If-Range date (False for an ETag or junk)."""
+    try:
+        when = email.utils.parsedate_to_datetime(if_range.strip())
+    except (TypeError, ValueError):
+        return False
+    return int(mtime) <= when.timestamp()
+
+
 _POLL_S = 0.05
 
 
@@ -96,6 +108,7 @@ class StandInState:
 
     api_key: str
     server_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    version: str = VERSION  # what /System/Info/Public says (10.11.1-10.11.4 have the symlink bug)
     catalog: Catalog = field(default_factory=Catalog)
     faults: Faults = field(default_factory=Faults)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -210,7 +223,7 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         return {
             "LocalAddress": f"http://{self.server.server_address[0]!s}",
             "ServerName": "mirror stand-in",
-            "Version": VERSION,
+            "Version": self.state.version,
             "ProductName": "Jellyfin Server",
             "Id": self.state.server_id,
             "StartupWizardCompleted": True,
@@ -236,11 +249,16 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         except ValueError:
             self._send_text(400, "Error processing request.")
             return
+        missing = query.get("ismissing", "").lower()
         items = self.state.catalog.query(
             ids=ids,
             parent_id=parent_id,
             include_types=[t for t in query.get("includeitemtypes", "").split(",") if t],
             sort_by=query.get("sortby", "").split(","),
+            exclude_location_types=[
+                t for t in query.get("excludelocationtypes", "").split(",") if t
+            ],
+            is_missing={"true": True, "false": False}.get(missing),
         )
         page = items[start:] if limit is None else items[start : start + limit]
         fields = query.get("fields", "").split(",")
@@ -261,16 +279,20 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         if item is None:
             self._send_not_found()
             return
-        if not item.downloadable:
+        if not item.has_file:
             self._send_text(400, "Error processing request.")
             return
         with item.path.open("rb") as file:
             stat = os.fstat(file.fileno())
             size, last_modified = stat.st_size, http_date(stat.st_mtime)
-            byte_range: tuple[int, int] | None = None
             range_header, if_range = self.headers.get("Range"), self.headers.get("If-Range")
-            # If-Range with another date means the client's bytes are stale: whole file.
-            if range_header and (if_range is None or if_range.strip() == last_modified):
+            if item.symlink_bug:
+                self._answer_symlink_bug(file, item.size() or 0, range_header, last_modified)
+                return
+            byte_range: tuple[int, int] | None = None
+            # ASP.NET compares If-Range as a date: bytes newer than it mean the client's
+            # copy is stale, and an ETag (Jellyfin sends none) never matches: whole file.
+            if range_header and (if_range is None or _not_newer(stat.st_mtime, if_range)):
                 parsed = parse_byte_range(range_header, size)
                 if parsed is False:
                     self._send_body(416, b"", {"Content-Range": f"bytes */{size}"})
@@ -287,6 +309,21 @@ class JellyfinHandler(BaseHTTPRequestHandler):
                 self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
             self.end_headers()
             self._send_file(file, first, last - first + 1)
+
+    def _answer_symlink_bug(
+        self, file: Any, link_size: int, range_header: str | None, last_modified: str
+    ) -> None:
+        """Jellyfin 10.11.1-10.11.4 (#15279): the link's own length, and 500 on any range."""
+        if range_header:
+            self._send_text(500, "Error processing request.")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(link_size))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Last-Modified", last_modified)
+        self.end_headers()
+        self._send_file(file, 0, link_size)
 
     # download body ----------------------------------------------------------------
     def _send_file(self, file: Any, offset: int, length: int) -> None:
@@ -356,8 +393,9 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         if rule.retry_after is not None:
             headers["Retry-After"] = str(rule.retry_after)
         if rule.status == 503:
-            headers["Message"] = "Jellyfin server is starting"
-            self._send_body(503, b"", headers)
+            # The start-up page: HTML, no Message header; 10.11 adds Retry-After.
+            body = b"<!DOCTYPE html><html><body>Jellyfin is starting</body></html>"
+            self._send_body(503, body, headers, "text/html; charset=utf-8")
         elif rule.status == 401:
             self._send_body(401, b"", headers)
         else:

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from mirror.item import MediaStream
-from mirror.testing.jellyfin_catalog import Catalog
+from mirror.testing.jellyfin_catalog import Catalog, Sidecar
 from mirror.testing.jellyfin_handler import (
     FailRule,
     RequestRecord,
@@ -31,7 +31,7 @@ from mirror.testing.jellyfin_handler import (
     StandInState,
 )
 
-__all__ = ["JellyfinStandIn", "RequestRecord"]
+__all__ = ["JellyfinStandIn", "RequestRecord", "Sidecar"]
 
 
 class JellyfinStandIn:
@@ -115,32 +115,40 @@ class JellyfinStandIn:
         name: str,
         streams: Sequence[MediaStream | Mapping[str, Any]],
         duration_s: float,
-        item_type: str = "Movie",
-        library_id: str | None = None,
-        item_id: str | None = None,
-        downloadable: bool = True,
-        reported_size: int | None = None,
-        extra: Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> str:
         """Serve `path` as an item; returns its 32-hex id.
 
-        `streams` may be raw Jellyfin MediaStreams JSON, served verbatim. Without a
-        library the item goes to the first one ("Movies", made if needed).
-        `downloadable=False` answers /Download with 400 like a folder rip;
-        `reported_size` overrides MediaSources Size (a library not rescanned yet).
+        `streams` are the file's own streams (raw Jellyfin MediaStreams JSON is served
+        verbatim, Index shifted after any `sidecars`). Without a library the item goes to
+        the first one ("Movies", made if needed). Options, as `Catalog.add_item`:
+        `downloadable=False` answers /Download with 400; `reported_size` overrides
+        MediaSources Size; `sidecars` lists external files first, as Jellyfin does;
+        `probed=False` serves no MediaStreams until `mark_probed`; `video_type` Iso /
+        Dvd / BluRay; `location_type="Virtual"`; `protocol="Http"` (a .strm);
+        `other_versions`; `omit_size`; `symlink_bug` (with `version = "10.11.3"`).
         """
         return self._state.catalog.add_item(
-            path,
-            name=name,
-            streams=streams,
-            duration_s=duration_s,
-            item_type=item_type,
-            library_id=library_id,
-            item_id=item_id,
-            downloadable=downloadable,
-            reported_size=reported_size,
-            extra=extra,
+            path, name=name, streams=streams, duration_s=duration_s, **options
         )
+
+    def add_folder(
+        self, name: str, *, item_type: str = "Folder", library_id: str | None = None
+    ) -> str:
+        """A Series, Season, BoxSet or Folder: listed by /Items, never downloadable."""
+        return self._state.catalog.add_folder(name, item_type=item_type, library_id=library_id)
+
+    def mark_probed(self, item_id: str, probed: bool = True) -> None:
+        """Jellyfin's ffprobe ran: the item's MediaStreams and RunTimeTicks appear."""
+        self._state.catalog.mark_probed(item_id, probed)
+
+    @property
+    def version(self) -> str:
+        return self._state.version
+
+    @version.setter
+    def version(self, value: str) -> None:
+        self._state.version = value
 
     # faults -----------------------------------------------------------------------
     def throttle(self, bytes_per_s: int | None) -> None:

@@ -255,3 +255,157 @@ def test_stop_ends_even_a_stalled_download(media: Path) -> None:
         assert time.monotonic() - began < 2
     finally:
         connection.close()
+
+
+def test_if_range_is_compared_as_a_date_and_an_etag_never_matches(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    content = media.read_bytes()
+    path = f"/Items/{item_id}/Download"
+    later = formatdate(int(media.stat().st_mtime) + 3600, usegmt=True)
+
+    newer_date, body = get(conn, jellyfin, path, Range="bytes=5-", If_Range=later)
+    assert (newer_date.status, body) == (206, content[5:])
+    etag, body = get(conn, jellyfin, path, Range="bytes=5-", If_Range='"abc"')
+    assert (etag.status, body) == (200, content)
+
+
+def test_sidecars_are_listed_first_and_shift_the_index_of_the_files_streams(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    from mirror.testing.jellyfin_server import Sidecar
+
+    srt = media.with_suffix(".en.srt")
+    item_id = jellyfin.add_item(
+        media,
+        name="x",
+        streams=[MediaStream(0, "Video", "h264"), MediaStream(1, "Audio", "aac", "eng")],
+        duration_s=1,
+        sidecars=[Sidecar(srt, language="eng")],
+    )
+    data = get_json(conn, jellyfin, f"/Items?ids={item_id}&fields=MediaSources,MediaStreams")
+    streams = data["Items"][0]["MediaSources"][0]["MediaStreams"]
+    assert [(s["Index"], s["Type"], s["IsExternal"]) for s in streams] == [
+        (0, "Subtitle", True),
+        (1, "Video", False),
+        (2, "Audio", False),
+    ]
+    assert streams[0]["Path"] == str(srt)
+    assert "Path" not in streams[1]
+
+
+def test_an_unprobed_item_has_no_streams_nor_runtime_until_probed(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(
+        media, name="x", streams=[MediaStream(0, "Video", "h264")], duration_s=3, probed=False
+    )
+    query = f"/Items?ids={item_id}&fields=MediaSources,MediaStreams"
+    before = get_json(conn, jellyfin, query)["Items"][0]
+    assert before["MediaStreams"] == before["MediaSources"][0]["MediaStreams"] == []
+    assert "RunTimeTicks" not in before
+    jellyfin.mark_probed(item_id)
+    after = get_json(conn, jellyfin, query)["Items"][0]
+    assert [s["Type"] for s in after["MediaStreams"]] == ["Video"]
+    assert after["RunTimeTicks"] == 30_000_000
+
+
+def test_non_file_sources_look_like_jellyfins_and_folders_cannot_be_downloaded(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path, tmp_path: Path
+) -> None:
+    strm = tmp_path / "Movie.strm"
+    strm.write_text("http://media.example/stream.mkv\n")
+    strm_id = jellyfin.add_item(strm, name="strm", streams=[], duration_s=1, protocol="Http")
+    iso_id = jellyfin.add_item(media, name="iso", streams=[], duration_s=1, video_type="Iso")
+    dvd_id = jellyfin.add_item(tmp_path, name="dvd", streams=[], duration_s=1, video_type="Dvd")
+    virtual_id = jellyfin.add_item(
+        media, name="missing", streams=[], duration_s=1, location_type="Virtual"
+    )
+    fields = "fields=Path,MediaSources"
+    strm_json = get_json(conn, jellyfin, f"/Items?ids={strm_id}&{fields}")["Items"][0]
+    source = strm_json["MediaSources"][0]
+    assert (source["Protocol"], source["IsRemote"], "Size" in source) == ("Http", True, False)
+    assert strm_json["Path"] == str(strm)
+    iso_json = get_json(conn, jellyfin, f"/Items?ids={iso_id}&{fields}")["Items"][0]
+    assert iso_json["VideoType"] == iso_json["MediaSources"][0]["VideoType"] == "Iso"
+    virtual_json = get_json(conn, jellyfin, f"/Items?ids={virtual_id}&{fields}")["Items"][0]
+    assert virtual_json["LocationType"] == "Virtual"
+    assert "MediaSources" not in virtual_json and "Path" not in virtual_json
+
+    strm_download, body = get(conn, jellyfin, f"/Items/{strm_id}/Download")
+    assert (strm_download.status, body) == (200, strm.read_bytes())
+    iso_download, body = get(conn, jellyfin, f"/Items/{iso_id}/Download")
+    assert (iso_download.status, len(body)) == (200, SIZE)
+    for folder_like in (dvd_id, virtual_id):
+        refused, body = get(conn, jellyfin, f"/Items/{folder_like}/Download")
+        assert (refused.status, body) == (400, b"Error processing request.")
+
+
+def test_other_versions_come_first_and_size_may_be_absent(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "Movie - 720p.mkv"
+    other.write_bytes(b"x" * 10)
+    item_id = jellyfin.add_item(
+        media, name="x", streams=[], duration_s=1, other_versions=[other], omit_size=True
+    )
+    sources = get_json(conn, jellyfin, f"/Items?ids={item_id}&fields=MediaSources")["Items"][0][
+        "MediaSources"
+    ]
+    assert [s["Id"] == item_id for s in sources] == [False, True]
+    assert sources[0]["Path"] == str(other)
+    assert "Size" not in sources[1]
+
+
+def test_unknown_item_types_are_dropped_and_then_every_kind_comes_back(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    library = jellyfin.add_library("Shows", "tvshows")
+    jellyfin.add_item(media, name="ep", streams=[], duration_s=1, item_type="Episode",
+                      library_id=library)  # fmt: skip
+    jellyfin.add_folder("A Series", item_type="Series", library_id=library)
+    jellyfin.add_item(media, name="gone", streams=[], duration_s=1, item_type="Episode",
+                      library_id=library, location_type="Virtual")  # fmt: skip
+    base = f"/Items?parentId={library}&recursive=true"
+
+    def kinds(query: str) -> list[str]:
+        return sorted(i["Type"] for i in get_json(conn, jellyfin, base + query)["Items"])
+
+    assert kinds("&includeItemTypes=Episode") == ["Episode", "Episode"]
+    assert kinds("&includeItemTypes=Episdoe") == ["Episode", "Episode", "Series"]
+    assert kinds("&includeItemTypes=episode&excludeLocationTypes=Virtual") == ["Episode"]
+    assert kinds("&includeItemTypes=Episode&isMissing=false") == ["Episode"]
+    series = get_json(conn, jellyfin, base + "&includeItemTypes=Series")["Items"][0]
+    assert series["IsFolder"] is True and "MediaSources" not in series
+
+
+def test_symlink_bug_of_10_11_1_to_4_sends_the_links_size_and_500_on_ranges(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "link.mkv"
+    link.symlink_to(media)
+    jellyfin.version = "10.11.3"
+    item_id = jellyfin.add_item(link, name="x", streams=[], duration_s=1, symlink_bug=True)
+    link_size = link.lstat().st_size
+    info = get_json(conn, jellyfin, "/System/Info/Public")
+    assert info["Version"] == "10.11.3"
+    source = get_json(conn, jellyfin, f"/Items?ids={item_id}&fields=MediaSources")["Items"][0][
+        "MediaSources"
+    ][0]
+    assert source["Size"] == link_size
+    full, body = get(conn, jellyfin, f"/Items/{item_id}/Download")
+    assert (full.status, len(body)) == (200, link_size)
+    ranged, _ = get(conn, jellyfin, f"/Items/{item_id}/Download", Range="bytes=5-")
+    assert ranged.status == 500
+
+
+def test_the_startup_503_is_html_without_a_message_header(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection
+) -> None:
+    jellyfin.fail_next(503)
+    response, body = get(conn, jellyfin, "/Items")
+    assert response.status == 503
+    assert response.getheader("Content-Type", "").startswith("text/html")
+    assert response.getheader("Message") is None and response.getheader("Retry-After") is None
+    assert b"Jellyfin" in body
