@@ -27,6 +27,7 @@ from mirror.db.stats import QueueStats
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.logs import get_logger
+from mirror.redact import redact
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -189,7 +190,8 @@ def _secret_problem(given: str) -> str:
 
 
 def _json(data: dict[str, Any], status: int) -> Response:
-    return Response(json.dumps(data) + "\n", status, content_type="application/json")
+    # Answers never quote a secret, even one a database error might carry.
+    return Response(redact(json.dumps(data)) + "\n", status, content_type="application/json")
 
 
 # -- serving ----------------------------------------------------------------------------
