@@ -355,7 +355,10 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         headers: dict[str, str] = {}
         if rule.retry_after is not None:
             headers["Retry-After"] = str(rule.retry_after)
-        if rule.status == 503:
+        if 300 <= rule.status < 400:  # back to the same URL: a redirect loop
+            headers["Location"] = self.path
+            self._send_body(rule.status, b"", headers)
+        elif rule.status == 503:
             headers["Message"] = "Jellyfin server is starting"
             self._send_body(503, b"", headers)
         elif rule.status == 401:
