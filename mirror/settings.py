@@ -179,6 +179,10 @@ class Settings(BaseSettings):
         url = url.strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"must start with http:// or https://, got {url!r}")
+        try:
+            urlsplit(url).port  # noqa: B018 - parsing host and port is the check
+        except ValueError as error:
+            raise ValueError(f"is not a valid URL ({error}), got {url!r}") from None
         return url
 
     @field_validator("webhook_item_types")
