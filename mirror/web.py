@@ -114,6 +114,10 @@ class MirrorWeb:
         except BadDelivery as error:
             log.bind(remote=remote).warning("webhook rejected: %s", error)
             return _json({"error": str(error)}, 400)
+        except (RecursionError, ValueError) as error:  # past the JSON parser's own limits
+            reason = _unreadable(error)
+            log.bind(remote=remote).warning("webhook rejected: %s", reason)
+            return _json({"error": reason}, 400)
         except DBAPIError as error:
             problem = describe_database_error(error)
             log.bind(remote=remote).error("webhook failed: database: %s", problem)
@@ -166,6 +170,13 @@ def _read_notification(request: Request) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadDelivery(f"body must be a JSON object, got {type(data).__name__}")
     return data
+
+
+def _unreadable(error: RecursionError | ValueError) -> str:
+    """Why the parser gave up on a body: nesting too deep, or a number too long."""
+    if isinstance(error, RecursionError):
+        return "body is not JSON a webhook sends: nested too deeply"
+    return f"body is not JSON a webhook sends: {str(error).split(':')[0][:100]}"
 
 
 def _text_field(notification: dict[str, Any], name: str) -> str:
