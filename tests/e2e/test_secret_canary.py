@@ -97,12 +97,13 @@ def serve_answers(stack: Stack, log_path: Path) -> list[str]:
             answers.append(client.post("/hooks/jellyfin", content="[1", headers=hook))
             added = {"NotificationType": "ItemAdded", "ItemType": "Movie", "ItemId": UNKNOWN_ITEM}
             answers.append(client.post("/hooks/jellyfin", content=json.dumps(added), headers=hook))
-            answers.append(client.post("/hooks/jellyfin", content="[" * 100_000, headers=hook))
+            answers.append(client.post("/hooks/jellyfin", content="[" * 60_000, headers=hook))
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     assert answers[0].status_code == 200 and answers[1].status_code == 200
     assert "mirror_jobs{" in answers[1].text
+    assert [r.status_code for r in answers[2:]] == [404, 401, 400, 202, 400]
     return [f"{r.status_code} {r.headers} {r.text}" for r in answers]
 
 
@@ -113,13 +114,15 @@ def test_canary_secrets_appear_nowhere_after_the_fault_scenarios(
     good = stack.add_sample(sample_h264_aac, name="Good")
     refused = stack.add_sample(sample_h264_aac, name="Refused")
     broken = stack.add_sample(sample_h264_aac, name="Broken")
+    looping = stack.add_sample(sample_h264_aac, name="Looping")
     stack.jellyfin.fail_next(503, retry_after=1, path_prefix="/Items")
     stack.jellyfin.fail_next(500, path_prefix=f"/Items/{good}/Download")
     stack.jellyfin.cut_after(sample_h264_aac.size // 2)
     stack.jellyfin.fail_next(401, path_prefix=f"/Items/{refused}/Download")
     stack.jellyfin.fail_next(502, times=100, path_prefix=f"/Items/{broken}/Download")
+    stack.jellyfin.fail_next(302, times=1000, path_prefix=f"/Items/{looping}/Download")
     started = time.monotonic()
-    enqueued = stack.mirror("enqueue", good, refused, broken, UNKNOWN_ITEM)
+    enqueued = stack.mirror("enqueue", good, refused, broken, looping, UNKNOWN_ITEM)
     assert enqueued.returncode == 0, enqueued.stderr
     worker = stack.mirror("worker", "--burst", "--concurrency", "2", timeout=240)
     assert worker.returncode == 0, worker.stderr[-3000:]
@@ -127,18 +130,24 @@ def test_canary_secrets_appear_nowhere_after_the_fault_scenarios(
 
     outcomes = {
         item: (stack.job(item).status, stack.job(item).error)
-        for item in (good, refused, broken, UNKNOWN_ITEM)
+        for item in (good, refused, broken, looping, UNKNOWN_ITEM)
     }
     assert outcomes[good][0] == "done"
     assert outcomes[refused] == ("failed", "Jellyfin rejected the API key (401)")
     assert outcomes[broken][0] == "failed" and "502" in (outcomes[broken][1] or "")
+    assert outcomes[looping] == (
+        "failed",
+        f"Jellyfin redirected GET /Items/{looping}/Download more than 20 times (a redirect "
+        "loop): check MIRROR_JELLYFIN_URL (http or https, the base path, a proxy's rules)",
+    )
+    assert "Traceback" not in worker.stderr
     assert outcomes[UNKNOWN_ITEM] == ("failed", f"item {UNKNOWN_ITEM} not found in Jellyfin")
 
     seen: dict[str, str] = {
         "rows": stored_text(stack),
         "worker log": worker.stdout + worker.stderr,
     }
-    for item in (good, refused, broken, UNKNOWN_ITEM):
+    for item in (good, refused, broken, looping, UNKNOWN_ITEM):
         for args in (("show", item), ("show", item, "--json")):
             shown = stack.mirror(*args)
             assert shown.returncode == 0, shown.stderr
