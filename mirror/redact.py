@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 MASK = "[redacted]"
-# Shorter values would mask ordinary words in every message; a secret that short
-# protects nothing anyway.
-MIN_SECRET_LENGTH = 4
+# Shorter values would mask ordinary words in every message (a database password
+# `mirror`, the demo's S3 key `demo`); a secret that short protects little anyway.
+MIN_SECRET_LENGTH = 8
 
 _lock = threading.Lock()
 _secrets: tuple[str, ...] = ()  # longest first, so a secret containing another goes whole

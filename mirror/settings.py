@@ -198,11 +198,14 @@ class Settings(BaseSettings):
         return prefix.strip().strip("/")
 
     def secret_values(self) -> list[str]:
-        """Every configured secret: the SecretStr settings and the database password."""
+        """Every configured secret: the SecretStr settings and the database password.
+
+        The S3 access key id is an identifier (S3 names it in its own errors), not a secret.
+        """
         values = [
             value.get_secret_value()
             for name in type(self).model_fields
-            if isinstance(value := getattr(self, name), SecretStr)
+            if name != "s3_access_key_id" and isinstance(value := getattr(self, name), SecretStr)
         ]
         password = url_password(self.database_url)
         return values + ([password] if password else [])

@@ -35,8 +35,10 @@ def test_every_spelling_of_a_registered_secret_is_masked() -> None:
 
 
 def test_the_longer_secret_is_masked_whole_and_short_values_are_left_alone() -> None:
-    register_secrets(["abc", "CANARY-1", "CANARY-12"])
-    assert redact("key CANARY-12 and CANARY-1, abc") == f"key {MASK} and {MASK}, abc"
+    register_secrets(["mirror", "demo", "CANARY-1", "CANARY-12"])
+    assert redact("mirror.worker: key CANARY-12 and CANARY-1, s3://demo") == (
+        f"mirror.worker: key {MASK} and {MASK}, s3://demo"
+    )
 
 
 def test_database_url_password_is_found_decoded_and_hidden() -> None:

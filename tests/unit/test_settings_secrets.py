@@ -97,5 +97,7 @@ def test_loading_settings_registers_every_secret_for_redaction(
         monkeypatch.setenv(variable, value)
     monkeypatch.setenv("MIRROR_DATABASE_URL", "postgresql://mirror:CANARY%2Fdb@db/mirror")
     load_settings()
+    key_id = values.pop("MIRROR_S3_ACCESS_KEY_ID")
     text = " ".join(values.values()) + " password CANARY/db, in a URL CANARY%2Fdb"
     assert "CANARY" not in redact(text)
+    assert redact(key_id) == key_id  # an identifier S3 itself names, not a secret
