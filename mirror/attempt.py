@@ -29,6 +29,7 @@ from mirror.errors import (
 from mirror.heartbeat import Heartbeat
 from mirror.logs import ContextAdapter
 from mirror.progress import AbortSignal
+from mirror.redact import redact
 
 T = TypeVar("T")
 
@@ -120,7 +121,7 @@ def run_attempt(
         phase_log = log.bind(phase=latest.phase if latest else "metadata")
         outcome = _record_fate(lease, error, store, policy, phase_log)
     if history is not None:
-        message = None if error is None else (str(error) or type(error).__name__)
+        message = None if error is None else error_text(error)
         try:
             _durably(
                 lambda: history.end_attempt(lease.token, outcome.value, message, heartbeat.stats())
@@ -128,6 +129,11 @@ def run_attempt(
         except DBAPIError as failure:  # history is for people; the job's fate is recorded
             log.warning("attempt history not written: %s", str(failure.orig).strip()[:200])
     return outcome
+
+
+def error_text(error: BaseException) -> str:
+    """The error as stored in the job row and the attempt history: secrets masked."""
+    return redact(str(error) or type(error).__name__)
 
 
 def _record_fate(
@@ -138,7 +144,7 @@ def _record_fate(
     log: ContextAdapter,
 ) -> Outcome:
     job_id, token = lease.job_id, lease.token
-    message = str(error) or type(error).__name__
+    message = error_text(error)
     if isinstance(error, JobCancelled):
         log.info("stopped: the job was cancelled")
         return Outcome.CANCELLED

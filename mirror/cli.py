@@ -1,13 +1,15 @@
 """The `mirror` command: queue management for people, and the worker.
 
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or configuration. Errors are one line
-on stderr; a user mistake never prints a traceback.
+on stderr; a user mistake never prints a traceback, and neither does a bug (`main` is
+the one boundary: the traceback only with --debug or MIRROR_LOG_LEVEL=DEBUG).
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -18,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mirror import app as composition
+from mirror.cli_boundary import fail, fail_unexpectedly
 from mirror.db.attempts import AttemptLog
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
@@ -49,6 +52,7 @@ class UsageProblem(MirrorError):
 
 class _State:
     config: Path | None = None
+    debug: bool = False
     settings: Settings | None = None
 
 
@@ -66,8 +70,17 @@ def _global_options(
             show_envvar=True,
         ),
     ] = None,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="On an unexpected error, print its traceback too "
+            "(so does MIRROR_LOG_LEVEL=DEBUG).",
+        ),
+    ] = False,
 ) -> None:
     state.config = config
+    state.debug = debug
     state.settings = None
 
 
@@ -120,7 +133,7 @@ def demo(
     try:
         result = run_demo(stdout, config_file=state.config, timeout_s=timeout, verbose=verbose)
     except KeyboardInterrupt:
-        _fail("demo interrupted; everything it started is stopped and removed", 130)
+        fail("demo interrupted; everything it started is stopped and removed", 130)
     stdout.print(summary_line(result), highlight=False)
 
 
@@ -369,12 +382,6 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def _fail(message: str, code: int) -> None:
-    sys.stderr.write(f"mirror: {message}\n")
-    sys.stderr.flush()
-    raise SystemExit(code)
-
-
 def main() -> None:
     """Entry point: run the app and turn known errors into one line and an exit code."""
     from sqlalchemy.exc import DBAPIError
@@ -382,13 +389,24 @@ def main() -> None:
     try:
         app()  # standalone: usage errors print typer's message and exit 2 by themselves
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", 130)
     except (ConfigError, UsageProblem) as error:
-        _fail(str(error), 2)
+        fail(str(error), 2)
     except (JobNotFound, JobStateError, DatabaseUnavailable, MirrorError) as error:
-        _fail(str(error), 1)
+        fail(str(error), 1)
     except DBAPIError as error:
-        _fail(f"database error: {describe_database_error(error)}", 1)
+        fail(f"database error: {describe_database_error(error)}", 1)
+    except Exception as error:  # the boundary: a bug or an unforeseen failure, one line
+        fail_unexpectedly(error, with_traceback=_wants_traceback())
+
+
+def _wants_traceback() -> bool:
+    """--debug, or MIRROR_LOG_LEVEL=DEBUG (from the settings, or the environment when the
+    settings themselves did not load)."""
+    if state.debug:
+        return True
+    level = state.settings.log_level if state.settings else os.environ.get("MIRROR_LOG_LEVEL")
+    return (level or "").strip().upper() == "DEBUG"
 
 
 if __name__ == "__main__":

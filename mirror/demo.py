@@ -47,6 +47,7 @@ from mirror.demo_services import (
 from mirror.durations import format_bytes
 from mirror.errors import ConfigError, MirrorError
 from mirror.jobs_view import job_details, jobs_table
+from mirror.logs import RedactSecrets
 from mirror.settings import load_settings
 from mirror.testing.jellyfin_server import JellyfinStandIn
 from mirror.testing.media import SampleKind, generate_sample
@@ -229,6 +230,7 @@ def _demo_logging(console: Console, verbose: bool) -> Iterator[None]:
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
     handler = RichHandler(console=console, show_path=False, markup=False, rich_tracebacks=False)
+    handler.addFilter(RedactSecrets())  # the demo's log is a log like any other
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     quiet = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpcore", "werkzeug")

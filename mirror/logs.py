@@ -13,6 +13,8 @@ import time
 from collections.abc import MutableMapping
 from typing import Any
 
+from mirror.redact import redact
+
 QUIET_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpcore")
 
 
@@ -29,6 +31,26 @@ class ContextAdapter(logging.LoggerAdapter[logging.Logger]):
         return ContextAdapter(self.logger, {**(self.extra or {}), **context})
 
 
+class RedactSecrets(logging.Filter):
+    """Renders each record's message (and traceback) once, with every secret masked.
+
+    A filter on the handler, so records from any logger (httpx, tenacity, ours) pass it.
+    """
+
+    _traceback_formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._traceback_formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
 def get_logger(name: str, **context: Any) -> ContextAdapter:
     return ContextAdapter(logging.getLogger(name), context)
 
@@ -41,6 +63,7 @@ def setup_logging(level: str = "INFO") -> None:
     )
     formatter.converter = time.gmtime
     handler.setFormatter(formatter)
+    handler.addFilter(RedactSecrets())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

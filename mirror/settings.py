@@ -12,6 +12,7 @@ import tempfile
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BeforeValidator, Field, SecretStr, ValidationError, field_validator
@@ -25,9 +26,29 @@ from pydantic_settings import (
 
 from mirror.durations import format_duration, parse_duration, parse_size
 from mirror.errors import ConfigError
+from mirror.redact import hide_url_password, register_secrets, url_password
 
 ENV_PREFIX = "MIRROR_"
 CONFIG_ENV_VAR = "MIRROR_CONFIG"
+
+
+def _clean_secret(value: Any) -> Any:
+    """Strip surrounding whitespace (secrets files, YAML `|` blocks and CRLF `.env` files
+    add a newline) and refuse what no header or password can carry: control characters
+    and non-ASCII. The message never quotes the value."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if not isinstance(value, str):
+        return value
+    value = value.strip()
+    for position, char in enumerate(value, start=1):
+        if not char.isascii() or not char.isprintable():
+            kind = "a non-ASCII" if not char.isascii() else "a control"
+            raise ValueError(
+                f"contains {kind} character (U+{ord(char):04X}) at position {position}; "
+                "copy the secret again without it"
+            )
+    return value or None
 
 
 def _split_commas(value: Any) -> Any:
@@ -38,6 +59,7 @@ def _split_commas(value: Any) -> Any:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+Secret = Annotated[SecretStr | None, BeforeValidator(_clean_secret)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 # NoDecode: the environment gives `Movie,Episode`, not the JSON pydantic expects for lists.
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_split_commas)]
@@ -96,14 +118,14 @@ class Settings(BaseSettings):
     ffmpeg_path: str | None = None
 
     jellyfin_url: str | None = None
-    jellyfin_api_key: SecretStr | None = None
+    jellyfin_api_key: Secret = None
 
     s3_bucket: str | None = None
     s3_prefix: str = ""
     s3_region: str = "us-east-1"
     s3_endpoint_url: str | None = None
-    s3_access_key_id: SecretStr | None = None
-    s3_secret_access_key: SecretStr | None = None
+    s3_access_key_id: Secret = None
+    s3_secret_access_key: Secret = None
     # 16 MiB: 1.4x the throughput of 64 MiB parts to the same endpoint (bench/upload.py);
     # s3transfer raises it by itself for files that would need over 10,000 parts.
     s3_part_size: Size = 16 * 1024 * 1024
@@ -114,7 +136,7 @@ class Settings(BaseSettings):
     x264_crf: int = Field(default=23, ge=0, le=51)
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
 
-    webhook_secret: SecretStr | None = None
+    webhook_secret: Secret = None
     webhook_item_types: CommaList = ("Movie", "Episode")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -136,6 +158,12 @@ class Settings(BaseSettings):
         if url is None or not url.strip():
             return None
         url = url.strip()
+        if not url.isprintable():
+            raise ValueError("contains a control character")
+        try:
+            urlsplit(url).port  # noqa: B018 - parsing the port is the check
+        except ValueError:
+            raise ValueError("the port must be a number, e.g. host:5432") from None
         for plain in ("postgresql://", "postgres://"):
             if url.startswith(plain):
                 return "postgresql+psycopg://" + url[len(plain) :]
@@ -151,6 +179,10 @@ class Settings(BaseSettings):
         url = url.strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"must start with http:// or https://, got {url!r}")
+        try:
+            urlsplit(url).port  # noqa: B018 - parsing host and port is the check
+        except ValueError as error:
+            raise ValueError(f"is not a valid URL ({error}), got {url!r}") from None
         return url
 
     @field_validator("webhook_item_types")
@@ -164,6 +196,19 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slashes(cls, prefix: str) -> str:
         return prefix.strip().strip("/")
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret: the SecretStr settings and the database password.
+
+        The S3 access key id is an identifier (S3 names it in its own errors), not a secret.
+        """
+        values = [
+            value.get_secret_value()
+            for name in type(self).model_fields
+            if name != "s3_access_key_id" and isinstance(value := getattr(self, name), SecretStr)
+        ]
+        password = url_password(self.database_url)
+        return values + ([password] if password else [])
 
     @property
     def effective_reap_interval(self) -> float:
@@ -198,6 +243,11 @@ class Settings(BaseSettings):
         self.require("database_url")
         assert self.database_url is not None
         return self.database_url
+
+
+_SECRET_FIELDS = frozenset(
+    name for name, info in Settings.model_fields.items() if "SecretStr" in str(info.annotation)
+)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -237,7 +287,9 @@ def _describe(error: ValidationError, yaml_keys: set[str]) -> str:
         if field in yaml_keys and env_var(field) not in os.environ:
             where = f"{field} (config file)"
         raw = first.get("input")
-        secret = "secret" in field or "api_key" in field or "access_key" in field
+        if field == "database_url" and isinstance(raw, str):
+            raw = hide_url_password(raw.strip())
+        secret = field in _SECRET_FIELDS
         shown = "" if secret or repr(raw) in message else f" (got {raw!r})"
         if first.get("type") == "missing":
             return f"{where} is required"
@@ -260,5 +312,6 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         raise ConfigError(_describe(error, set(yaml_values))) from None
     finally:
         _yaml_values.reset(token)
+    register_secrets(settings.secret_values())
     settings.check_timeouts()
     return settings

@@ -27,6 +27,7 @@ from mirror.db.stats import QueueStats
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.logs import get_logger
+from mirror.redact import redact
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -113,6 +114,10 @@ class MirrorWeb:
         except BadDelivery as error:
             log.bind(remote=remote).warning("webhook rejected: %s", error)
             return _json({"error": str(error)}, 400)
+        except (RecursionError, ValueError) as error:  # past the JSON parser's own limits
+            reason = _unreadable(error)
+            log.bind(remote=remote).warning("webhook rejected: %s", reason)
+            return _json({"error": reason}, 400)
         except DBAPIError as error:
             problem = describe_database_error(error)
             log.bind(remote=remote).error("webhook failed: database: %s", problem)
@@ -167,6 +172,13 @@ def _read_notification(request: Request) -> dict[str, Any]:
     return data
 
 
+def _unreadable(error: RecursionError | ValueError) -> str:
+    """Why the parser gave up on a body: nesting too deep, or a number too long."""
+    if isinstance(error, RecursionError):
+        return "body is not JSON a webhook sends: nested too deeply"
+    return f"body is not JSON a webhook sends: {str(error).split(':')[0][:100]}"
+
+
 def _text_field(notification: dict[str, Any], name: str) -> str:
     value = notification.get(name)
     if value is None or value == "":
@@ -189,7 +201,8 @@ def _secret_problem(given: str) -> str:
 
 
 def _json(data: dict[str, Any], status: int) -> Response:
-    return Response(json.dumps(data) + "\n", status, content_type="application/json")
+    # Answers never quote a secret, even one a database error might carry.
+    return Response(redact(json.dumps(data)) + "\n", status, content_type="application/json")
 
 
 # -- serving ----------------------------------------------------------------------------

@@ -20,9 +20,10 @@ from mirror.errors import PermanentError, TransientError
 from mirror.item import MediaItem
 from mirror.jellyfin.download import ResumableDownload
 from mirror.jellyfin.failures import (
+    MAX_REDIRECTS,
     RetryableError,
     RetryPolicy,
-    describe_transport_error,
+    classify_http_error,
     give_up,
     raise_for_status,
 )
@@ -81,6 +82,7 @@ class JellyfinClient:
             timeout=timeout,
             transport=transport,
             follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
         )
         # Downloads get their own connection each time, so the abort hook can find the
         # socket as soon as it opens (see download._Interrupter).
@@ -90,6 +92,7 @@ class JellyfinClient:
             timeout=timeout,
             transport=transport,
             follow_redirects=True,
+            max_redirects=MAX_REDIRECTS,
             limits=httpx.Limits(max_keepalive_connections=0),
         )
         self._retry = RetryPolicy(
@@ -251,8 +254,8 @@ class JellyfinClient:
     ) -> Any:
         try:
             response = self._http.get(path, params=params)
-        except httpx.TransportError as exc:
-            raise RetryableError(describe_transport_error("GET", path, exc)) from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise classify_http_error("GET", path, exc) from exc
         raise_for_status(response, path, item_id)
         try:
             return response.json()

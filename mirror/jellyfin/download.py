@@ -23,12 +23,13 @@ from typing import IO, Any
 
 import httpx
 
-from mirror.errors import InsufficientSpace, TransientError
+from mirror.errors import InsufficientSpace, PermanentError, TransientError
 from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
     FailureBudget,
     RetryableError,
     RetryPolicy,
+    classify_http_error,
     give_up,
     raise_for_status,
 )
@@ -169,9 +170,13 @@ class ResumableDownload:
                     return self._finish_complete_partial(response, offset)
                 raise_for_status(response, self._path, self._item_id)
                 return self._write_body(response, offset)
-        except (httpx.TransportError, httpx.StreamError, BodyReadError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, BodyReadError) as exc:
             self._abort.raise_if_set()
-            raise RetryableError(self._interrupted_message(exc)) from exc
+            failure = classify_http_error("GET", self._path, exc)
+            cut = isinstance(exc, httpx.TransportError | httpx.StreamError | BodyReadError)
+            if cut and not isinstance(failure, PermanentError):  # resumable: say how far
+                raise RetryableError(self._interrupted_message(exc)) from exc
+            raise failure from exc
         finally:
             self._link.clear()
 

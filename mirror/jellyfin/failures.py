@@ -21,6 +21,7 @@ from mirror.errors import PermanentError, TransientError
 logger = logging.getLogger("mirror.jellyfin")
 
 _RETRYABLE_STATUSES = frozenset({408, 425, 429})
+MAX_REDIRECTS = 20  # httpx's default, set explicitly so the loop message can name it
 
 
 class RetryableError(TransientError):
@@ -39,6 +40,55 @@ def describe_transport_error(method: str, path: str, exc: httpx.TransportError) 
     if isinstance(exc, httpx.TimeoutException):
         return f"Jellyfin did not answer in time ({method} {path}): {summary}"
     return f"Jellyfin unreachable ({method} {path}): {summary}"
+
+
+def classify_http_error(method: str, path: str, exc: Exception) -> TransientError | PermanentError:
+    """The error kind, with one line a person can act on, for anything httpx raises.
+
+    Covers httpx's whole hierarchy (and InvalidURL, which sits outside it): what retrying
+    can mend is a RetryableError, what it cannot (a redirect loop, a URL or request httpx
+    will not send) is permanent. Anything else is transient, named by its type.
+    """
+    where = f"{method} {path}"
+    kind = type(exc).__name__
+    if isinstance(exc, httpx.TooManyRedirects):
+        return PermanentError(
+            f"Jellyfin redirected {where} more than {MAX_REDIRECTS} times (a redirect "
+            "loop): check MIRROR_JELLYFIN_URL (http or https, the base path, a proxy's rules)"
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return PermanentError(
+            f"cannot request {where}: {_first_line(exc, 200) or kind} "
+            "(check MIRROR_JELLYFIN_URL, or where Jellyfin redirects to)"
+        )
+    if isinstance(exc, httpx.LocalProtocolError):
+        # httpx quotes the offending header here, and that header carries the API key.
+        return PermanentError(
+            f"mirror cannot send a valid HTTP request for {where} ({kind}): "
+            "check MIRROR_JELLYFIN_URL and MIRROR_JELLYFIN_API_KEY"
+        )
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return RetryableError(
+            f"Jellyfin sent a broken HTTP answer ({where}): {kind}: {_first_line(exc, 200)}"
+        )
+    if isinstance(exc, httpx.ProxyError):
+        return RetryableError(
+            f"the proxy in front of Jellyfin failed ({where}): {_first_line(exc, 200)}"
+        )
+    if isinstance(exc, httpx.TransportError):  # timeouts and network errors
+        return RetryableError(describe_transport_error(method, path, exc))
+    if isinstance(exc, httpx.DecodingError):
+        return RetryableError(
+            f"Jellyfin's answer to {where} could not be decoded (its Content-Encoding or "
+            f"charset is broken): {_first_line(exc, 200)}"
+        )
+    detail = _first_line(exc, 200)
+    return TransientError(f"request {where} failed: {kind}" + (f": {detail}" if detail else ""))
+
+
+def _first_line(exc: Exception, limit: int) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:limit] if lines else ""
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

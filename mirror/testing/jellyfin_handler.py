@@ -392,7 +392,10 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         headers: dict[str, str] = {}
         if rule.retry_after is not None:
             headers["Retry-After"] = str(rule.retry_after)
-        if rule.status == 503:
+        if 300 <= rule.status < 400:  # back to the same URL: a redirect loop
+            headers["Location"] = self.path
+            self._send_body(rule.status, b"", headers)
+        elif rule.status == 503:
             # The start-up page: HTML, no Message header; 10.11 adds Retry-After.
             body = b"<!DOCTYPE html><html><body>Jellyfin is starting</body></html>"
             self._send_body(503, body, headers, "text/html; charset=utf-8")

@@ -173,7 +173,8 @@ class JellyfinStandIn:
     ) -> None:
         """Answer the next `times` requests (under `path_prefix`, if given) with `status`.
 
-        Checked before authentication, like a server that is still starting.
+        Checked before authentication, like a server that is still starting. A 3xx
+        status redirects to the same URL: with `times` above 20, a redirect loop.
         """
         with self._state.faults.lock:
             self._state.faults.failures.append(FailRule(status, times, retry_after, path_prefix))

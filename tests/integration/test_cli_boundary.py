@@ -1,0 +1,92 @@
+"""The CLI's one boundary: whatever goes wrong is one line on stderr, never a traceback
+unless asked for (--debug or MIRROR_LOG_LEVEL=DEBUG)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mirror.testing.jellyfin_server import JellyfinStandIn
+from tests.integration.test_cli import run_mirror
+
+# botocore refuses this region when the worker builds its S3 client: an error no mirror
+# code foresees, so it reaches the boundary as it is.
+UNFORESEEN = {
+    "MIRROR_JELLYFIN_URL": "http://127.0.0.1:9",
+    "MIRROR_JELLYFIN_API_KEY": "CANARYkey1",
+    "MIRROR_S3_BUCKET": "media",
+    "MIRROR_S3_REGION": "us east 1",
+}
+
+
+def test_an_unforeseen_error_is_one_line_and_exit_1(database_url: str) -> None:
+    result = run_mirror("worker", "--burst", database_url=database_url, **UNFORESEEN)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "mirror: unexpected error: InvalidRegionError: Provided region_name 'us east 1' doesn't "
+        "match a supported format. (run with --debug for the traceback)"
+    ]
+
+
+@pytest.mark.parametrize(("args", "env"), [(("--debug",), {}), ((), {"MIRROR_LOG_LEVEL": "DEBUG"})])
+def test_the_traceback_comes_with_debug_or_debug_log_level(
+    database_url: str, args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    result = run_mirror(*args, "worker", "--burst", database_url=database_url, **UNFORESEEN, **env)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[-1].startswith("mirror: unexpected error: InvalidRegionError: ")
+    assert "--debug" not in lines[-1]
+    assert "CANARY" not in result.stderr
+
+
+def test_debug_is_documented_in_help() -> None:
+    result = run_mirror("--help")
+    assert result.returncode == 0 and "--debug" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"MIRROR_DATABASE_URL": "postgresql://mirror:CANARYpw@127.0.0.1:54x/mirror"},
+            "mirror: MIRROR_DATABASE_URL: the port must be a number, e.g. host:5432 "
+            "(got 'postgresql://mirror:***@127.0.0.1:54x/mirror')",
+        ),
+        (
+            {"MIRROR_JELLYFIN_API_KEY": "CANARYkéy"},
+            "mirror: MIRROR_JELLYFIN_API_KEY: contains a non-ASCII character (U+00E9) at "
+            "position 8; copy the secret again without it",
+        ),
+        (
+            {"MIRROR_JELLYFIN_URL": "http://[::1:8096"},
+            "mirror: MIRROR_JELLYFIN_URL: is not a valid URL (Invalid IPv6 URL), "
+            "got 'http://[::1:8096'",
+        ),
+    ],
+)
+def test_bad_settings_that_used_to_crash_are_one_line_and_exit_2(
+    env: dict[str, str], line: str
+) -> None:
+    result = run_mirror("enqueue", "--library", "Movies", **env)
+    assert (result.returncode, result.stderr.splitlines()) == (2, [line])
+
+
+def test_a_redirect_loop_from_jellyfin_is_one_line_and_exit_1(
+    database_url: str, jellyfin: JellyfinStandIn
+) -> None:
+    jellyfin.fail_next(302, times=1000, path_prefix="/Library")
+    result = run_mirror(
+        "enqueue",
+        "--library",
+        "Movies",
+        database_url=database_url,
+        MIRROR_JELLYFIN_URL=jellyfin.url,
+        MIRROR_JELLYFIN_API_KEY=jellyfin.api_key,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "mirror: Jellyfin redirected GET /Library/VirtualFolders more than 20 times (a redirect "
+        "loop): check MIRROR_JELLYFIN_URL (http or https, the base path, a proxy's rules)"
+    )
+    assert "Traceback" not in result.stderr
