@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from mirror.errors import PermanentError
+from mirror.durations import format_duration
+from mirror.errors import NotReady, PermanentError
+from mirror.item import MediaItem
+
+WAITING_FOR_PROBE = "waiting for Jellyfin to probe"
 
 # Jellyfin's VideoType values that are not one plain video file.
 DISC_KINDS = {
@@ -73,4 +77,26 @@ def require_media_file(item_id: str, name: str, item: SourceFacts) -> None:
     why = next((text for start, text in _WHY.items() if kind.startswith(start)), "")
     raise PermanentError(
         f"item {item_id} ({name!r}) is a {kind}, not a media file: {why}; nothing was downloaded"
+    )
+
+
+def require_probed(item: MediaItem, *, give_up_after: float) -> None:
+    """Raise NotReady while Jellyfin has not probed the file (it lists no streams of it).
+
+    The webhook fires as soon as an item has provider ids, which can be before ffprobe
+    ran: such a job waits (no attempt used) until the streams appear, and fails once it
+    has been queued for longer than `give_up_after` seconds.
+    """
+    if item.file_streams:
+        return
+    what = f"item {item.id} ({item.name!r})"
+    raise NotReady(
+        f"Jellyfin has not probed {what} yet (no media streams): waiting for its library scan",
+        phase=WAITING_FOR_PROBE,
+        give_up_after=give_up_after,
+        gave_up=(
+            f"Jellyfin has not probed {what} (no media streams) within "
+            f"{format_duration(give_up_after)} of it being queued (MIRROR_UNPROBED_TIMEOUT): "
+            "check that Jellyfin can read the file and scan the library, then `mirror retry`"
+        ),
     )
