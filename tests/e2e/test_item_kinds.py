@@ -91,3 +91,32 @@ def test_multi_version_item_mirrors_its_own_source_and_records_it(
     assert job.source["size"] == sample_h264_aac.size
     [download] = stack.jellyfin.download_requests()
     assert item in download.path
+
+
+def test_symlinked_file_on_jellyfin_10_11_3_fails_naming_the_server_bug(
+    stack: Stack, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    stack.jellyfin.version = "10.11.3"
+    link = tmp_path / "Linked.mkv"
+    link.symlink_to(sample_h264_aac.path)
+    # Real 10.11.1-4 servers report the target's size and send the link's: a mismatch.
+    item = stack.jellyfin.add_item(
+        link,
+        name="Linked",
+        streams=sample_h264_aac.streams,
+        duration_s=4.0,
+        symlink_bug=True,
+        reported_size=sample_h264_aac.size,
+    )
+    stack.mirror("enqueue", item)
+
+    result = stack.mirror("worker", "--burst")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    job = stack.job(item)
+    assert (job.status, job.attempts) == ("failed", 1)
+    assert job.error is not None
+    assert "#15279" in job.error and "10.11.5" in job.error and "symlink" in job.error
+    assert "rescan" not in job.error
+    assert len(stack.jellyfin.download_requests()) == 1
+    assert stack.object_keys() == []
