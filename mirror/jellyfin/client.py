@@ -182,6 +182,9 @@ class JellyfinClient:
                 "parentId": parent_id,
                 "recursive": "true",
                 "includeItemTypes": ",".join(item_types),
+                # Missing episodes and the like have no file; Jellyfin lists them
+                # unless told not to.
+                "excludeLocationTypes": "Virtual",
                 "fields": LISTING_FIELDS,
                 "startIndex": str(start),
                 "limit": str(page_size),
