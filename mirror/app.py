@@ -96,6 +96,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         work_dir=settings.work_dir,
         s3_prefix=settings.s3_prefix,
         free_space_reserve=settings.free_space_reserve,
+        unprobed_timeout=settings.unprobed_timeout,
     )
     policy = AttemptPolicy(
         heartbeat_interval=settings.heartbeat_interval,

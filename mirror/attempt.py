@@ -18,9 +18,9 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 from mirror.db.attempts import AttemptStats
 from mirror.db.repository import Fence, Lease
 from mirror.errors import (
-    InsufficientSpace,
     JobCancelled,
     LeaseLost,
+    NotReady,
     PermanentError,
     ShutdownRequested,
     Stalled,
@@ -39,6 +39,7 @@ class Outcome(enum.Enum):
     FAILED = "failed"
     RETRY = "retry"  # back to new with backoff (or failed when attempts ran out)
     RELEASED = "released"  # back to new without using an attempt
+    WAITING = "waiting"  # not ready (unprobed, disk short): released with a growing delay
     CANCELLED = "cancelled"
     LEASE_LOST = "lease_lost"
 
@@ -67,6 +68,18 @@ class AttemptStore(Protocol):
     def release(
         self, job_id: uuid.UUID, token: uuid.UUID, *, delay_s: float = 0.0, note: str | None = None
     ) -> Fence: ...
+
+    def release_until_ready(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        note: str,
+        phase: str,
+        first_delay_s: float,
+        give_up_after_s: float | None = None,
+        gave_up: str | None = None,
+    ) -> tuple[Fence, str | None]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +168,8 @@ def _record_fate(
         fence = _durably(lambda: store.release(job_id, token))
         log.info("released to the queue for shutdown (%s)", fence.value)
         return _fenced(fence, Outcome.RELEASED, log)
-    if isinstance(error, InsufficientSpace):
-        log.warning("released without using an attempt: %s", message)
-        fence = _durably(
-            lambda: store.release(job_id, token, delay_s=policy.retry_backoff, note=message)
-        )
-        return _fenced(fence, Outcome.RELEASED, log)
+    if isinstance(error, NotReady):
+        return _wait_until_ready(lease, error, store, policy, log)
     if isinstance(error, PermanentError):
         log.error("failed: %s", message)
         fence = _durably(lambda: store.mark_failed(job_id, token, message))
@@ -173,6 +182,29 @@ def _record_fate(
     )
     log.warning("attempt failed (%s), job is now %s: %s", fence.value, status, message)
     return _fenced(fence, Outcome.FAILED if status == "failed" else Outcome.RETRY, log)
+
+
+def _wait_until_ready(
+    lease: Lease, error: NotReady, store: AttemptStore, policy: AttemptPolicy, log: ContextAdapter
+) -> Outcome:
+    """Not ready yet: back to the queue with a growing delay, or failed once waited too long."""
+    message = str(error)
+    fence, status = _durably(
+        lambda: store.release_until_ready(
+            lease.job_id,
+            lease.token,
+            note=message,
+            phase=error.phase,
+            first_delay_s=policy.retry_backoff,
+            give_up_after_s=error.give_up_after,
+            gave_up=error.gave_up,
+        )
+    )
+    if status == "failed":
+        log.error("failed: %s", error.gave_up)
+        return _fenced(fence, Outcome.FAILED, log)
+    log.warning("released without using an attempt (%s): %s", error.phase, message)
+    return _fenced(fence, Outcome.WAITING, log)
 
 
 def _fenced(fence: Fence, outcome: Outcome, log: ContextAdapter) -> Outcome:

@@ -26,6 +26,7 @@ from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
+from mirror.jellyfin.kinds import check_item_kinds
 from mirror.jobs_view import job_details, jobs_table
 from mirror.logs import setup_logging
 from mirror.settings import Settings, load_settings
@@ -186,7 +187,10 @@ def enqueue(
     if item_ids:
         _enqueue_items(item_ids, priority)
     else:
-        types = [t.strip() for t in item_types.split(",") if t.strip()]
+        try:
+            types = list(check_item_kinds(t for t in item_types.split(",") if t.strip()))
+        except ValueError as error:
+            raise UsageProblem(f"--type: {error}") from None
         if not types:
             raise UsageProblem("--type needs at least one item type, e.g. Movie,Episode")
         _sweep(library, parent_id, types, priority)

@@ -43,5 +43,32 @@ class ShutdownRequested(AttemptStopped):
     """The worker is shutting down: release the job without using an attempt."""
 
 
-class InsufficientSpace(MirrorError):
-    """Not enough free disk for the item: release without using an attempt."""
+class NotReady(MirrorError):
+    """The job cannot run yet through nobody's fault: release without using an attempt.
+
+    Jellyfin has not probed the item, or the disk is short: retrying at once would only
+    spin, so each wait in a row doubles the delay (capped), and the job shows `phase`
+    while it waits. With `give_up_after` (seconds since the job was queued) it fails
+    with `gave_up` once it has waited that long, so a wait can never last for ever.
+    """
+
+    phase = "waiting"
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        phase: str | None = None,
+        give_up_after: float | None = None,
+        gave_up: str | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.phase = phase or type(self).phase
+        self.give_up_after = give_up_after
+        self.gave_up = gave_up or reason
+
+
+class InsufficientSpace(NotReady):
+    """Not enough free disk for the item right now: wait for space, no attempt used."""
+
+    phase = "waiting for disk"

@@ -25,10 +25,14 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from mirror.db.engine import describe_database_error
 from mirror.db.stats import QueueSnapshot, QueueStats
+from mirror.errors import InsufficientSpace
 from mirror.logs import get_logger
+from mirror.sources import WAITING_FOR_PROBE
 
 # Phases run from seconds (a remux, a small upload) to hours (a 7 GB download, a re-encode).
 PHASE_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
+# Always reported (0 when none), so an alert on them needs no absent() guard.
+WAITING_PHASES = (InsufficientSpace.phase, WAITING_FOR_PROBE)
 # Only processing jobs get a per-job series; this caps them should thousands run at once.
 MAX_RUNNING_SERIES = 500
 
@@ -79,6 +83,14 @@ def snapshot_metrics(snapshot: QueueSnapshot) -> Iterator[Metric]:
         "How long the oldest claimable job has waited (0 when none).",
         snapshot.oldest_due_age_s,
     )
+    waiting = GaugeMetricFamily(
+        "mirror_jobs_waiting",
+        "Queued jobs that are not ready, by what they wait for (no attempt used).",
+        labels=["phase"],
+    )
+    for waits_for in sorted({*WAITING_PHASES, *snapshot.waiting}):
+        waiting.add_metric([waits_for], snapshot.waiting.get(waits_for, 0))
+    yield waiting
 
     totals = snapshot.attempts
     yield CounterMetricFamily("mirror_claims", "Attempts claimed.", value=totals.claims)

@@ -113,6 +113,8 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1)
     concurrency: int = Field(default=1, ge=1, le=64)
     retry_backoff: Duration = 30.0
+    # Jellyfin probes new files in its library scan, which can take hours on a big library.
+    unprobed_timeout: Duration = 24 * 3600.0
     work_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "mirror")
     free_space_reserve: Size = 0
     ffmpeg_path: str | None = None

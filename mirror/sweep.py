@@ -6,12 +6,14 @@ so a periodic sweep is also how a deployment reconciles what it missed.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mirror.db.repository import JobRepository
 from mirror.jellyfin import ItemPage
+from mirror.sources import non_file_kind
 
 
 class LibraryLister(Protocol):
@@ -28,12 +30,18 @@ class SweepResult:
     queued: int = 0  # new jobs
     already_queued: int = 0  # had an active job
     already_mirrored: int = 0  # had a done job: skipped
+    # Not one media file, by what they are (".strm link", "folder (Series)", ...).
+    skipped: Counter[str] = field(default_factory=Counter)
 
     def summary(self) -> str:
-        return (
+        line = (
             f"{self.seen} item(s): {self.queued} queued, {self.already_queued} already queued, "
             f"{self.already_mirrored} already mirrored"
         )
+        if self.skipped:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.skipped.items()))
+            line += f", {self.skipped.total()} skipped as not a media file ({kinds})"
+        return line
 
 
 # Called after each page with (items handled so far, total reported by Jellyfin).
@@ -53,11 +61,17 @@ def sweep_library(
     """Enqueue the library page by page (one transaction per page, constant memory)."""
     result = SweepResult()
     for page in lister.iter_library_pages(parent_id, item_types):
-        ids = [item.id for item in page.items]
+        ids = []
+        for item in page.items:
+            kind = non_file_kind(item)
+            if kind is None:
+                ids.append(item.id)
+            else:  # its job would only fail: a .strm, a disc, a folder, a missing episode
+                result.skipped[kind] += 1
         enqueued = repo.enqueue(
             ids, priority=priority, max_attempts=max_attempts, skip_mirrored=True
         )
-        result.seen += len(ids)
+        result.seen += len(page.items)
         result.queued += sum(1 for e in enqueued if e.created)
         result.already_queued += sum(1 for e in enqueued if not e.created)
         result.already_mirrored += len(ids) - len(enqueued)

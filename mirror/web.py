@@ -28,6 +28,7 @@ from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.logs import get_logger
 from mirror.redact import redact
+from mirror.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -166,7 +167,16 @@ def _read_notification(request: Request) -> dict[str, Any]:
     try:
         data = json.loads(body.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise BadDelivery("body is not JSON (check the webhook template)") from None
+        # A free-text field in the template breaks the JSON on a `"` or `\` in a name;
+        # the plugin never retries, so act on the fields that can still be read.
+        salvaged = salvage_notification(body.decode("utf-8-sig", errors="replace"))
+        if salvaged is None:
+            raise BadDelivery("body is not JSON (check the webhook template)") from None
+        log.warning(
+            "webhook body is not valid JSON (a free-text field such as {{Name}} in the "
+            "template?); acting on its readable fields: use the template in mirror's README"
+        )
+        return dict(salvaged)
     if not isinstance(data, dict):
         raise BadDelivery(f"body must be a JSON object, got {type(data).__name__}")
     return data

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirror.durations import format_bytes
-from mirror.errors import InsufficientSpace
+from mirror.errors import InsufficientSpace, PermanentError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,16 @@ class Workspace:
             return
         need = max(0, source_size - already_downloaded) + int(source_size * OUTPUT_FACTOR)
         need += reserve
-        have = shutil.disk_usage(self.path).free
+        disk = shutil.disk_usage(self.path)
+        whole = source_size + int(source_size * OUTPUT_FACTOR)
+        if whole > disk.total:
+            # Free space can never reach `need`: waiting for it would loop for ever.
+            raise PermanentError(
+                f"the item can never fit in {self.root}: it needs {format_bytes(whole)} "
+                f"(the {format_bytes(source_size)} download plus its outputs) but that disk "
+                f"holds {format_bytes(disk.total)} in all; point MIRROR_WORK_DIR at a bigger disk"
+            )
+        have = disk.free
         if have < need:
             raise InsufficientSpace(
                 f"not enough free space in {self.root}: need {format_bytes(need)}, "

@@ -40,6 +40,9 @@ __all__ = [
 NOTIFY_CHANNEL = "media_mirror_jobs"
 _JOBS = "media_mirror.jobs"
 _ATTEMPTS = "media_mirror.job_attempts"
+# A wait for Jellyfin's probe or for disk space grows to this; a library scan can take
+# about this long, and a longer wait would only hide that the item is ready.
+NOT_READY_MAX_DELAY_S = 3600.0
 
 
 _JOB_COLUMNS = ", ".join(JobRecord.__slots__)
@@ -276,6 +279,87 @@ class JobRepository:
             {"delay": delay_s, "note": note},
             notify=True,
         )
+
+    def release_until_ready(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        note: str,
+        phase: str,
+        first_delay_s: float,
+        max_delay_s: float = NOT_READY_MAX_DELAY_S,
+        give_up_after_s: float | None = None,
+        gave_up: str | None = None,
+    ) -> tuple[Fence, str | None]:
+        """Back to `new` without using an attempt, waiting longer after each wait in a row.
+
+        The delay is first_delay_s * 2^(earlier waits in a row), at most max_delay_s; the
+        waits are counted in the attempt history (outcome `waiting` since the last other
+        outcome), so they survive the claim resetting heartbeat_data. While it waits the
+        job's heartbeat_data says `phase`. With give_up_after_s, a job queued longer ago
+        than that fails instead, with `gave_up`. Returns the fence and the new status.
+        """
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    f"""
+                    WITH streak AS (
+                        SELECT count(*) AS waits FROM {_ATTEMPTS} AS a
+                        WHERE a.job_id = :id AND a.outcome = 'waiting'
+                          AND a.claimed_at > COALESCE(
+                              (SELECT max(b.claimed_at) FROM {_ATTEMPTS} AS b
+                               WHERE b.job_id = :id AND b.ended_at IS NOT NULL
+                                 AND b.outcome <> 'waiting'),
+                              '-infinity')
+                    ),
+                    fate AS (
+                        SELECT streak.waits,
+                               LEAST(:first * power(2, LEAST(streak.waits, 40)),
+                                     GREATEST(:max_delay, :first)) AS delay,
+                               CAST(:give_up AS float8) IS NOT NULL
+                                 AND j.created_at
+                                     < now() - make_interval(secs => CAST(:give_up AS float8))
+                                 AS expired
+                        FROM streak, {_JOBS} AS j WHERE j.id = :id
+                    )
+                    UPDATE {_JOBS} AS j
+                    SET status = CASE WHEN fate.expired THEN 'failed' ELSE 'new' END,
+                        attempts = CASE WHEN fate.expired THEN j.attempts
+                            ELSE GREATEST(j.attempts - 1, 0) END,
+                        error = CASE WHEN fate.expired THEN :gave_up ELSE :note END,
+                        finished_at = CASE WHEN fate.expired THEN now() END,
+                        run_after = CASE WHEN fate.expired THEN j.run_after
+                            ELSE now() + make_interval(secs => fate.delay) END,
+                        heartbeat_data = CASE WHEN fate.expired THEN j.heartbeat_data
+                            ELSE jsonb_build_object(
+                                'phase', CAST(:phase AS text), 'waits', fate.waits + 1,
+                                'retry_in_s', round(CAST(fate.delay AS numeric), 1)) END,
+                        heartbeat_at = now(),
+                        worker_id = NULL,
+                        lease_token = NULL,
+                        updated_at = now()
+                    FROM fate
+                    WHERE j.id = :id AND j.status = 'processing' AND j.lease_token = :token
+                    RETURNING j.status
+                    """
+                ),
+                {
+                    "id": job_id,
+                    "token": token,
+                    "note": note,
+                    "phase": phase,
+                    "first": first_delay_s,
+                    "max_delay": max_delay_s,
+                    "give_up": give_up_after_s,
+                    "gave_up": gave_up or note,
+                },
+            ).first()
+            if row is None:
+                return self._why_fenced(conn, job_id, token), None
+            if row.status == "new":
+                _notify(conn)
+            return Fence.OK, str(row.status)
 
     def _fenced_update(
         self,

@@ -61,6 +61,9 @@ class QueueSnapshot:
     attempts: AttemptTotals
     phases: tuple[PhaseDurations, ...]
     running: tuple[RunningJob, ...]
+    # `new` jobs released because they are not ready, by what they wait for (the phase
+    # their heartbeat_data shows: "waiting for disk", "waiting for Jellyfin to probe").
+    waiting: dict[str, int] = field(default_factory=dict)
 
 
 class QueueStats:
@@ -97,6 +100,7 @@ class QueueStats:
                 attempts=totals,
                 phases=phases,
                 running=self._running(conn, running_limit),
+                waiting=self._waiting(conn),
             )
 
     @staticmethod
@@ -106,6 +110,20 @@ class QueueStats:
         counts = dict.fromkeys(STATUSES, 0)
         counts.update({row.status: row.n for row in rows})
         return counts
+
+    @staticmethod
+    def _waiting(conn: Connection) -> dict[str, int]:
+        """Reads the claim index (status = 'new' rows only)."""
+        rows = conn.execute(
+            text(
+                f"""
+                SELECT heartbeat_data ->> 'phase' AS phase, count(*) AS n FROM {_JOBS}
+                WHERE status = 'new' AND heartbeat_data ->> 'phase' LIKE 'waiting%'
+                GROUP BY 1
+                """
+            )
+        )
+        return {str(row.phase): int(row.n) for row in rows}
 
     @staticmethod
     def _due(conn: Connection) -> tuple[int, float]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import socket
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -36,11 +38,15 @@ from mirror.jellyfin.models import (
     parse_library,
     parse_media_item,
 )
+from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.progress import AbortSignal, ProgressCallback
 
 CLIENT_VERSION = "0.1.0"
 ITEM_FIELDS = "Path,MediaSources,MediaStreams"
 LISTING_FIELDS = "Path,MediaSources"
+# How long the server's version is trusted: long enough to cost one request per worker
+# now and then, short enough to notice an upgrade of Jellyfin without a restart.
+VERSION_TTL_S = 300.0
 
 
 def authorization_header(api_key: str) -> str:
@@ -95,6 +101,8 @@ class JellyfinClient:
             max_redirects=MAX_REDIRECTS,
             limits=httpx.Limits(max_keepalive_connections=0),
         )
+        self._version_lock = threading.Lock()
+        self._version: tuple[float, str | None] | None = None  # (when read, Version)
         self._retry = RetryPolicy(
             attempts=max(1, retry_attempts),
             initial_wait=retry_initial_wait,
@@ -177,6 +185,9 @@ class JellyfinClient:
                 "parentId": parent_id,
                 "recursive": "true",
                 "includeItemTypes": ",".join(item_types),
+                # Missing episodes and the like have no file; Jellyfin lists them
+                # unless told not to.
+                "excludeLocationTypes": "Virtual",
                 "fields": LISTING_FIELDS,
                 "startIndex": str(start),
                 "limit": str(page_size),
@@ -228,15 +239,55 @@ class JellyfinClient:
         Keeps `dest` plus a `<name>.last-modified` sidecar on failure so a later try
         (even from another process) resumes; the caller removes both when done.
         """
-        return ResumableDownload(
+        item_id = normalize_item_id(item_id)
+        size = ResumableDownload(
             self._download_http,
-            normalize_item_id(item_id),
+            item_id,
             dest,
             expected_size=expected_size,
             on_progress=on_progress,
             abort=abort,
             policy=self._retry,
+            server_version=self.server_version,
         ).run()
+        # 10.11.1-10.11.4 may have served a symlink's few bytes with a matching Size: a
+        # range request tells (they answer it with 500 for such files only).
+        version = self.server_version()
+        if version is not None and has_symlink_bug(version) and self._range_fails(item_id):
+            raise symlink_bug_error(item_id, version, "500 to a range request on its file")
+        return size
+
+    def server_version(self) -> str | None:
+        """Jellyfin's Version from /System/Info/Public, cached; None when it cannot be read.
+
+        One try, no retries: it only refines error messages, so it must never be the
+        reason a job waits or fails.
+        """
+        with self._version_lock:
+            cached = self._version
+            if cached is not None and time.monotonic() - cached[0] < VERSION_TTL_S:
+                return cached[1]
+            version: str | None = None
+            try:
+                response = self._http.get("/System/Info/Public")
+                data = response.json() if response.status_code == 200 else None
+            except (httpx.HTTPError, ValueError):
+                data = None
+            if isinstance(data, dict) and isinstance(data.get("Version"), str):
+                version = data["Version"]
+            self._version = (time.monotonic(), version)
+            return version
+
+    def _range_fails(self, item_id: str) -> bool:
+        """Whether /Download answers a one-byte range request with 500."""
+        try:
+            response = self._download_http.get(
+                f"/Items/{item_id}/Download",
+                headers={"Range": "bytes=0-0", "Accept-Encoding": "identity"},
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 500
 
     def _get_json(
         self, path: str, params: Mapping[str, str] | None = None, *, item_id: str | None = None

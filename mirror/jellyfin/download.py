@@ -17,7 +17,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +33,7 @@ from mirror.jellyfin.failures import (
     give_up,
     raise_for_status,
 )
+from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.progress import AbortSignal, Progress, ProgressCallback
 
 logger = logging.getLogger("mirror.jellyfin")
@@ -109,8 +110,10 @@ class ResumableDownload:
         on_progress: ProgressCallback,
         abort: AbortSignal,
         policy: RetryPolicy,
+        server_version: Callable[[], str | None] | None = None,
     ) -> None:
         self._http = http
+        self._server_version = server_version
         self._item_id = item_id
         self._path = f"/Items/{item_id}/Download"
         self._dest = dest
@@ -168,6 +171,8 @@ class ResumableDownload:
                 self._link.response = response
                 if response.status_code == 416 and offset:
                     return self._finish_complete_partial(response, offset)
+                if response.status_code == 500 and offset:
+                    self._blame_symlink_bug(f"500 to a range request at byte {offset}")
                 raise_for_status(response, self._path, self._item_id)
                 return self._write_body(response, offset)
         except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, BodyReadError) as exc:
@@ -212,6 +217,9 @@ class ResumableDownload:
             mode = "wb"
             self._remember_validator(response.headers.get("Last-Modified"))
         if total is not None and self._expected_size is not None and total != self._expected_size:
+            self._blame_symlink_bug(
+                f"it sends {total} bytes but reported {self._expected_size} (MediaSources Size)"
+            )
             raise TransientError(
                 f"Jellyfin serves {total} bytes for item {self._item_id} but reported "
                 f"{self._expected_size} (MediaSources Size): the library may need a rescan"
@@ -303,6 +311,7 @@ class ResumableDownload:
     def _verified(self, size: int) -> int:
         expected = self._expected_size
         if expected is not None and size != expected:
+            self._blame_symlink_bug(f"it sent {size} bytes but reported {expected}")
             if size > expected:
                 self._discard_partial()
             raise TransientError(
@@ -310,6 +319,12 @@ class ResumableDownload:
                 f"{expected} (MediaSources Size)"
             )
         return size
+
+    def _blame_symlink_bug(self, symptom: str) -> None:
+        """Raise the permanent #15279 error if the server is a release with that bug."""
+        version = self._server_version() if self._server_version is not None else None
+        if version is not None and has_symlink_bug(version):
+            raise symlink_bug_error(self._item_id, version, symptom)
 
     def _remember_validator(self, last_modified: str | None) -> None:
         if last_modified:

@@ -35,6 +35,12 @@ class ItemSummary:
     type: str
     path: str | None = None
     size: int | None = None
+    # What the item is (see mirror.sources): a sweep skips what is not one media file.
+    is_folder: bool = False
+    location_type: str | None = None
+    protocol: str | None = None
+    is_remote: bool = False
+    video_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,12 +183,18 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         return None
     sources = data.get("MediaSources")
     source = _choose_source(item_id, sources if isinstance(sources, list) else [])
+    src: Mapping[str, Any] = source if source is not None else {}
     return ItemSummary(
         id=item_id,
         name=_str(data.get("Name")) or item_id,
         type=_str(data.get("Type")) or "Unknown",
         path=_str(data.get("Path")),
-        size=_int(source.get("Size")) if source is not None else None,
+        size=_int(src.get("Size")),
+        is_folder=data.get("IsFolder") is True,
+        location_type=_str(data.get("LocationType")),
+        protocol=_str(src.get("Protocol")),
+        is_remote=src.get("IsRemote") is True,
+        video_type=_str(src.get("VideoType")) or _str(data.get("VideoType")),
     )
 
 

@@ -287,7 +287,11 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             size, last_modified = stat.st_size, http_date(stat.st_mtime)
             range_header, if_range = self.headers.get("Range"), self.headers.get("If-Range")
             if item.symlink_bug:
-                self._answer_symlink_bug(file, item.size() or 0, range_header, last_modified)
+                # The link's own size whatever Size says: real servers report the
+                # target's size there (their scan resolves links), so pass
+                # `reported_size` for the mismatch real libraries show.
+                link_size = item.path.lstat().st_size
+                self._answer_symlink_bug(file, link_size, range_header, last_modified)
                 return
             byte_range: tuple[int, int] | None = None
             # ASP.NET compares If-Range as a date: bytes newer than it mean the client's

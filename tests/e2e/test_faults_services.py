@@ -150,7 +150,9 @@ def test_too_little_disk_releases_without_using_an_attempt(
     assert "missing" in result.stderr and "need" in result.stderr
     assert job.error is not None and "not enough free space" in job.error
     assert stack.jellyfin.download_requests() == []
-    assert attempt_outcomes(stack, item) == ["released"]
+    assert attempt_outcomes(stack, item) == ["waiting"]
+    assert job.heartbeat_data is not None
+    assert job.heartbeat_data["phase"] == "waiting for disk"
 
 
 def test_missing_bucket_fails_the_job_naming_the_bucket(

@@ -88,7 +88,7 @@ def test_low_disk_releases_without_using_an_attempt(
     message = "not enough free space in /w: need 9.0 GiB, have 1.0 GiB, missing 8.0 GiB"
     with caplog.at_level(logging.WARNING):
         outcome, lease = attempt_with(repo, InsufficientSpace(message))
-    assert outcome is Outcome.RELEASED
+    assert outcome is Outcome.WAITING
     job = repo.get(lease.job_id)
     assert (job.status, job.attempts, job.error) == ("new", 0, message)
     assert seconds_until_run_after(engine, lease) > 50  # no claim/release loop

@@ -444,3 +444,46 @@ def test_abort_while_the_server_sends_nothing_ends_at_once(
     assert not thread.is_alive() and time.monotonic() - began < 1
     assert len(errors) == 1 and isinstance(errors[0], JobCancelled)
     assert jellyfin.downloads_bytes_served == 0
+
+
+# -- Jellyfin 10.11.1-10.11.4 and symlinked files (#15279) --------------------------------
+
+
+def _symlinked(jellyfin: JellyfinStandIn, payload: Path, tmp_path: Path, **options: Any) -> str:
+    link = tmp_path / "linked.mkv"
+    link.symlink_to(payload)
+    return jellyfin.add_item(
+        link, name="Linked", streams=[], duration_s=1.0, symlink_bug=True, **options
+    )
+
+
+def test_symlink_bug_size_mismatch_is_permanent_and_names_the_bug(
+    jellyfin: JellyfinStandIn, client: JellyfinClient, payload: Path, tmp_path: Path
+) -> None:
+    jellyfin.version = "10.11.3"
+    item = _symlinked(jellyfin, payload, tmp_path, reported_size=payload.stat().st_size)
+    with pytest.raises(PermanentError) as raised:
+        download(client, item, tmp_path / "out.mkv", expected_size=payload.stat().st_size)
+    message = str(raised.value)
+    assert "#15279" in message and "10.11.5" in message and "Jellyfin 10.11.3" in message
+    assert len(jellyfin.download_requests()) == 1  # no retries: they cannot help
+
+
+def test_symlink_bug_with_a_matching_size_is_caught_by_a_range_request(
+    jellyfin: JellyfinStandIn, client: JellyfinClient, payload: Path, tmp_path: Path
+) -> None:
+    jellyfin.version = "10.11.1"
+    item = _symlinked(jellyfin, payload, tmp_path)  # Size is the link's own size too
+    with pytest.raises(PermanentError, match="#15279"):
+        download(client, item, tmp_path / "out.mkv", expected_size=None)
+    assert [r.range for r in jellyfin.download_requests()] == [None, "bytes=0-0"]
+
+
+def test_a_size_mismatch_on_a_fixed_release_stays_a_transient_rescan_hint(
+    jellyfin: JellyfinStandIn, client: JellyfinClient, payload: Path, tmp_path: Path
+) -> None:
+    jellyfin.version = "10.11.5"
+    item = _symlinked(jellyfin, payload, tmp_path, reported_size=payload.stat().st_size)
+    with pytest.raises(TransientError, match="rescan"):
+        download(client, item, tmp_path / "out.mkv", expected_size=payload.stat().st_size)
+    assert len(jellyfin.download_requests()) == 1  # and no range probe on a fixed release

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import InsufficientSpace
+from mirror.errors import InsufficientSpace, PermanentError
 from mirror.workspace import Workspace, sweep_orphans
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
@@ -39,7 +39,8 @@ def test_free_space_check_says_how_much_is_missing(tmp_path: Path) -> None:
     with Workspace.acquire(tmp_path, ITEM) as workspace:
         workspace.require_space(1000, already_downloaded=0, reserve=0)
         with pytest.raises(InsufficientSpace) as caught:
-            workspace.require_space(free, already_downloaded=0, reserve=0)
+            # download + outputs = 2x (free/2 + 1): just over what is free, yet fits the disk
+            workspace.require_space(free // 2 + 1, already_downloaded=0, reserve=0)
     message = str(caught.value)
     assert "need" in message and "have" in message and "missing" in message
     assert str(tmp_path) in message
@@ -47,11 +48,25 @@ def test_free_space_check_says_how_much_is_missing(tmp_path: Path) -> None:
 
 def test_partial_download_counts_towards_free_space(tmp_path: Path) -> None:
     free = shutil.disk_usage(tmp_path).free
-    size = int(free * 0.6)  # source + outputs = 1.2x free: too much from scratch
+    size, reserve = int(free * 0.4), int(free * 0.3)  # 0.8 + 0.3 = 1.1x free from scratch
     with Workspace.acquire(tmp_path, ITEM) as workspace:
         with pytest.raises(InsufficientSpace):
-            workspace.require_space(size, already_downloaded=0, reserve=0)
-        workspace.require_space(size, already_downloaded=int(size * 0.5), reserve=0)
+            workspace.require_space(size, already_downloaded=0, reserve=reserve)
+        workspace.require_space(size, already_downloaded=int(size * 0.5), reserve=reserve)
+
+
+def test_an_item_larger_than_the_whole_disk_fails_for_good(tmp_path: Path) -> None:
+    total = shutil.disk_usage(tmp_path).total
+    with Workspace.acquire(tmp_path, ITEM) as workspace, pytest.raises(PermanentError) as caught:
+        workspace.require_space(total, already_downloaded=0, reserve=0)
+    message = str(caught.value)
+    assert "can never fit" in message and "MIRROR_WORK_DIR" in message
+
+
+def test_short_of_space_is_a_wait_for_disk_not_a_failure(tmp_path: Path) -> None:
+    with Workspace.acquire(tmp_path, ITEM) as workspace, pytest.raises(InsufficientSpace) as caught:
+        workspace.require_space(1000, already_downloaded=0, reserve=2**62)
+    assert caught.value.phase == "waiting for disk"
 
 
 def test_sweep_removes_unheld_directories_unless_their_job_is_processing(tmp_path: Path) -> None:
