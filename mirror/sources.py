@@ -75,8 +75,10 @@ def require_media_file(item_id: str, name: str, item: SourceFacts) -> None:
     if kind is None:
         return
     why = next((text for start, text in _WHY.items() if kind.startswith(start)), "")
+    article = "an" if kind[:1].lower() in "aeiou" else "a"
     raise PermanentError(
-        f"item {item_id} ({name!r}) is a {kind}, not a media file: {why}; nothing was downloaded"
+        f"item {item_id} ({name!r}) is {article} {kind}, not a media file: {why}; "
+        "nothing was downloaded"
     )
 
 

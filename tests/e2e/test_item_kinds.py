@@ -48,7 +48,8 @@ def test_non_file_item_fails_at_once_naming_its_kind_without_a_download(
     assert job.status == "failed"
     assert job.attempts == 1
     assert job.error is not None
-    assert f"is a {kind}, not a media file" in job.error
+    article = "an" if kind == "ISO image" else "a"
+    assert f"is {article} {kind}, not a media file" in job.error
     assert "nothing was downloaded" in job.error
     assert stack.jellyfin.download_requests() == []
     assert stack.object_keys() == []
