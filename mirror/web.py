@@ -165,11 +165,15 @@ def _read_notification(request: Request) -> dict[str, Any]:
     """The JSON object of the body, whatever the Content-Type (the plugin sends text/plain)."""
     body = request.get_data(cache=False)  # raises RequestEntityTooLarge past the limit
     try:
-        data = json.loads(body.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadDelivery("body is not JSON: not UTF-8 text (check the webhook template)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
         # A free-text field in the template breaks the JSON on a `"` or `\` in a name;
         # the plugin never retries, so act on the fields that can still be read.
-        salvaged = salvage_notification(body.decode("utf-8-sig", errors="replace"))
+        salvaged = salvage_notification(text)
         if salvaged is None:
             raise BadDelivery("body is not JSON (check the webhook template)") from None
         log.warning(
