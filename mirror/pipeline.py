@@ -16,6 +16,7 @@ from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
+from mirror.outage import durably
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.storage import Upload, audio_key, video_key
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
@@ -115,12 +116,17 @@ class MirrorPipeline:
             self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
             self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
 
-            fence = self.jobs.mark_done(
-                lease.job_id,
-                lease.token,
-                video_key=uploads[0].key,
-                audio_keys=audio_entries,
-                progress=heartbeat.progress_json(),
+            # Every output is in S3 now: a Postgres blip must not cost the attempt, so the
+            # fenced statement is retried for as long as the lease holds.
+            fence = durably(
+                lambda: self.jobs.mark_done(
+                    lease.job_id,
+                    lease.token,
+                    video_key=uploads[0].key,
+                    audio_keys=audio_entries,
+                    progress=heartbeat.progress_json(),
+                ),
+                abort=heartbeat.abort,
             )
         if fence is Fence.CANCELLED:
             raise JobCancelled("job was cancelled while its outputs were uploading")

@@ -67,6 +67,7 @@ class AbortSignal:
         self._lock = threading.Lock()
         self._reason: BaseException | None = None
         self._hooks: list[Callable[[], None]] = []
+        self._fired = threading.Event()
 
     @property
     def reason(self) -> BaseException | None:
@@ -82,11 +83,16 @@ class AbortSignal:
                 return
             self._reason = reason
             hooks = list(self._hooks)
+        self._fired.set()
         for hook in hooks:
             try:
                 hook()
             except Exception:  # a failing hook must not stop the others
                 log.exception("abort hook failed")
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to `timeout`, waking at once when the signal fires; True if it has."""
+        return self._fired.wait(timeout)
 
     def raise_if_set(self) -> None:
         reason = self._reason
