@@ -17,7 +17,7 @@ from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
 from mirror.outage import durably
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.storage import Upload, audio_key, video_key
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
 from mirror.workspace import Workspace
@@ -88,9 +88,10 @@ class MirrorPipeline:
     free_space_reserve: int = 0
 
     def __call__(self, lease: Lease, heartbeat: Heartbeat) -> None:
-        item = self.media.get_item(lease.job.item_id)
+        # A silent Jellyfin or S3 must not hold a shutdown or a stall watchdog back.
+        item = abortably(heartbeat.abort, lambda: self.media.get_item(lease.job.item_id))
         # Fail fast on a missing or forbidden bucket, before spending an hour downloading.
-        self.store.check_bucket()
+        abortably(heartbeat.abort, self.store.check_bucket)
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
             source = workspace.file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
@@ -113,7 +114,8 @@ class MirrorPipeline:
             uploads, audio_entries = self._uploads(lease.job.item_id, plan)
             # A worker paused past stale_timeout finds out here, before writing to S3.
             heartbeat.checkpoint()
-            self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
+            stale_keys = [upload.key for upload in uploads]
+            abortably(heartbeat.abort, lambda: self.store.abort_stale_multipart_uploads(stale_keys))
             self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
 
             # Every output is in S3 now: a Postgres blip must not cost the attempt, so the

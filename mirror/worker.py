@@ -23,11 +23,15 @@ from mirror.attempt import Outcome
 from mirror.db.repository import NOTIFY_CHANNEL, JobRepository, Lease
 from mirror.errors import ShutdownRequested
 from mirror.logs import get_logger
+from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
 from mirror.workspace import sweep_orphans
 
 log = get_logger("mirror.worker")
 
+# After a second stop request, aborted attempts get this long (at most) to release their
+# jobs themselves before the worker does it for them.
+_HURRIED_ABORT_WAIT_S = 2.0
 _LISTEN_TICK_S = 0.1  # how often the listener checks for a stop while waiting for NOTIFY
 
 # Runs one claimed job to its recorded end; the worker gives it the slot's abort signal.
@@ -43,6 +47,9 @@ class WorkerConfig:
     stale_timeout: float
     shutdown_grace: float
     work_dir: Path
+    # After the grace, how long aborted attempts get to release their own jobs before the
+    # worker releases them itself (an attempt stuck in a call that ignores the abort).
+    abort_wait: float = 10.0
 
 
 @dataclass
@@ -71,6 +78,7 @@ class Worker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._stop_deadline: float | None = None
+        self._hurry = threading.Event()  # a second stop request: abort now, wait less
         self._next_reap = 0.0
 
     # -- public -------------------------------------------------------------------------
@@ -106,11 +114,12 @@ class Worker:
         log.info("worker %s stopped", self.config.name)
 
     def request_stop(self, *_: object) -> None:
-        """First call: graceful stop; second call: abort running jobs now."""
+        """First call: graceful stop; a further call: abort running jobs now."""
         now = time.monotonic()
         if self._stopping.is_set():
-            log.warning("second stop request: aborting running jobs now")
+            log.warning("another stop request: aborting running jobs now")
             self._stop_deadline = now
+            self._hurry.set()
         else:
             log.info(
                 "stop requested: no new claims; running jobs get %ss to finish",
@@ -198,18 +207,52 @@ class Worker:
             log.warning("work directory sweep skipped: %s", error)
 
     def _shut_down(self) -> None:
+        """Grace, then abort, then release ourselves what no attempt released: the worker
+        never exits holding a job. A second stop request ends the grace and shortens the
+        wait for aborted attempts."""
         if not self._slots:
             return
-        deadline = self._stop_deadline if self._stop_deadline is not None else time.monotonic()
-        while self._slots and time.monotonic() < deadline:
-            self._wake.wait(min(0.2, max(0.0, deadline - time.monotonic())))
-            self._wake.clear()
-            self._collect_finished()
+        self._wait_for_slots(lambda: self._stop_deadline or time.monotonic())
+        if not self._slots:
+            return
         for slot in self._slots.values():
             slot.abort.trigger(ShutdownRequested("worker shutting down"))
-        for slot in self._slots.values():
-            slot.thread.join(timeout=60)
-        self._collect_finished()
+        aborted = time.monotonic()
+        hurried_wait = min(self.config.abort_wait, _HURRIED_ABORT_WAIT_S)
+        self._wait_for_slots(
+            lambda: aborted + (hurried_wait if self._hurry.is_set() else self.config.abort_wait)
+        )
+        for slot in list(self._slots.values()):
+            self._release_abandoned(slot)
+
+    def _wait_for_slots(self, deadline: Callable[[], float]) -> None:
+        """Collect finished attempts until none is left or `deadline()` has passed."""
+        while self._slots and time.monotonic() < deadline():
+            self._wake.wait(min(0.2, max(0.0, deadline() - time.monotonic())))
+            self._wake.clear()
+            self._collect_finished()
+
+    def _release_abandoned(self, slot: _Slot) -> None:
+        """Put back the job of an attempt that did not end in time (fenced: if the attempt
+        recorded a fate after all, this changes nothing)."""
+        lease = slot.lease
+        job_log = log.bind(job=lease.job_id, item=lease.job.item_id)
+        try:
+            fence = durably(
+                lambda: self.repo.release(lease.job_id, lease.token),
+                limit_s=self.config.abort_wait,
+            )
+        except DATABASE_OUTAGE as error:
+            job_log.error(
+                "could not release the job before exiting (%s); the reaper will return it",
+                describe_outage(error),
+            )
+            return
+        job_log.warning(
+            "the attempt did not stop within %ss; released the job to the queue (%s)",
+            self.config.abort_wait,
+            fence.value,
+        )
 
     # -- LISTEN/NOTIFY -------------------------------------------------------------------
 
