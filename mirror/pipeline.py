@@ -93,7 +93,7 @@ class MirrorPipeline:
         # Fail fast on a missing or forbidden bucket, before spending an hour downloading.
         abortably(heartbeat.abort, self.store.check_bucket)
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
-            source = workspace.file(f"source.{_extension(item.container)}")
+            source = workspace.resumable_file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
             plan = self._plan(item, workspace.file("out"), source)
             already = source.stat().st_size if source.exists() else 0

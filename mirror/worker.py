@@ -20,12 +20,12 @@ import psycopg
 from sqlalchemy.exc import DBAPIError
 
 from mirror.attempt import Outcome
-from mirror.db.repository import NOTIFY_CHANNEL, JobRepository, Lease
+from mirror.db.repository import NOTIFY_CHANNEL, JobNotFound, JobRepository, Lease
 from mirror.errors import ShutdownRequested
 from mirror.logs import get_logger
 from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
-from mirror.workspace import sweep_orphans
+from mirror.workspace import resumable_here, sweep_orphans
 
 log = get_logger("mirror.worker")
 
@@ -200,11 +200,21 @@ class Worker:
 
     def _sweep_workspaces(self) -> None:
         try:
-            processing = {job.item_id for job in self.repo.list(status="processing", limit=100_000)}
-            for path in sweep_orphans(self.config.work_dir, processing.__contains__):
+            for path in sweep_orphans(self.config.work_dir, self._may_resume_here):
                 log.info("removed leftover work directory %s", path)
-        except (DBAPIError, OSError) as error:
+        except DATABASE_OUTAGE as error:
+            log.warning("work directory sweep skipped: %s", describe_outage(error))
+        except OSError as error:
             log.warning("work directory sweep skipped: %s", error)
+
+    def _may_resume_here(self, item_id: str) -> bool:
+        """Keep an item's partial download while its newest job may resume it here."""
+        try:
+            job = self.repo.latest_for_item(item_id)
+        except (JobNotFound, ValueError):  # no such job, or not an item directory
+            return False
+        host = self.config.name.split(":", 1)[0]
+        return resumable_here(job.status, job.worker_id, host)
 
     def _shut_down(self) -> None:
         """Grace, then abort, then release ourselves what no attempt released: the worker
