@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from mirror.progress import AbortSignal
 
@@ -20,8 +21,9 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-# What a dropped connection, a restarting server or a refused connect raise.
-DATABASE_OUTAGE: tuple[type[Exception], ...] = (DBAPIError,)
+# What a dropped connection, a restarting server or a refused connect raise, and what
+# waiting for a free pooled connection raises while statements hang (a table lock).
+DATABASE_OUTAGE: tuple[type[Exception], ...] = (DBAPIError, PoolTimeout)
 
 FIRST_WAIT_S = 0.2
 MAX_WAIT_S = 5.0

@@ -8,6 +8,7 @@ finish, then aborts them; each aborted attempt puts its job straight back to `ne
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -17,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 
 import psycopg
-from sqlalchemy.exc import DBAPIError
 
 from mirror.attempt import Outcome
 from mirror.db.repository import NOTIFY_CHANNEL, JobNotFound, JobRepository, Lease
@@ -145,8 +145,8 @@ class Worker:
                 continue
             try:
                 lease = self.repo.claim_next(f"{self.config.name}:{slot_number}")
-            except DBAPIError as error:
-                log.warning("claim failed, retrying later: %s", str(error.orig).strip()[:200])
+            except DATABASE_OUTAGE as error:
+                log.warning("claim failed, retrying later: %s", describe_outage(error))
                 return claimed
             if lease is None:
                 return claimed
@@ -187,8 +187,8 @@ class Worker:
         self._next_reap = now + self.config.reap_interval
         try:
             rescued = self.repo.return_stale_to_new(self.config.stale_timeout)
-        except DBAPIError as error:
-            log.warning("reaper failed, retrying later: %s", str(error.orig).strip()[:200])
+        except DATABASE_OUTAGE as error:
+            log.warning("reaper failed, retrying later: %s", describe_outage(error))
             return
         for job in rescued:
             log.bind(job=job.job_id, item=job.item_id).warning(
@@ -280,7 +280,10 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(
-                    url, autocommit=True, connect_timeout=10, application_name="mirror-listen"
+                    url,
+                    autocommit=True,
+                    connect_timeout=10,
+                    application_name=f"mirror-listen-{os.getpid()}",
                 ) as conn:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     while not self._stopping.is_set():
