@@ -24,10 +24,47 @@ from mirror.storage import S3Storage
 from mirror.transcode import find_ffmpeg
 from mirror.worker import Worker, WorkerConfig
 
+# Connections a worker keeps open while idle; more open under load and close when done.
+WORKER_IDLE_CONNECTIONS = 1
 
-def database_engine(settings: Settings, *, check: bool = True) -> Engine:
-    """Engine for MIRROR_DATABASE_URL; with `check`, fail fast if the schema is missing."""
-    engine = make_engine(settings.database_url_required, pool_size=settings.concurrency + 2)
+
+def worker_concurrency(settings: Settings, flag: int | None = None) -> int:
+    """Jobs at once in this worker: `--concurrency` if given, else MIRROR_CONCURRENCY."""
+    return flag or settings.concurrency
+
+
+def worker_pool_size(concurrency: int) -> int:
+    """The most pooled connections a worker can use at once (README: connections).
+
+    Per job slot two: its heartbeat keep-alive and its own statements (done, its fate,
+    the attempt history) may each wait on Postgres at the same time; plus one for the
+    claim loop (claim, reaper, work-dir sweep). The LISTEN connection is extra.
+    """
+    return 2 * concurrency + 1
+
+
+def connections_per_worker(concurrency: int) -> int:
+    """The most connections one worker process opens: its pool plus LISTEN."""
+    return worker_pool_size(concurrency) + 1
+
+
+def database_engine(
+    settings: Settings, *, check: bool = True, concurrency: int | None = None
+) -> Engine:
+    """Engine for MIRROR_DATABASE_URL; with `check`, fail fast if the schema is missing.
+
+    With `concurrency`, the engine of a worker running that many jobs: sized by
+    `worker_pool_size`, so waiting for a pooled connection never outlasts an outage.
+    """
+    if concurrency is None:
+        engine = make_engine(settings.database_url_required, pool_size=settings.concurrency + 2)
+    else:
+        engine = make_engine(
+            settings.database_url_required,
+            pool_size=WORKER_IDLE_CONNECTIONS,
+            max_overflow=worker_pool_size(concurrency) - WORKER_IDLE_CONNECTIONS,
+            application_name=f"mirror-worker-{os.getpid()}",
+        )
     if check:
         try:
             check_schema(engine)
@@ -81,11 +118,11 @@ def transcode_options(settings: Settings) -> TranscodeOptions:
 
 def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worker:
     """The worker with every real adapter: Postgres, Jellyfin, ffmpeg, S3."""
-    concurrency = concurrency or settings.concurrency
+    concurrency = worker_concurrency(settings, concurrency)
     options = transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
     media = jellyfin_client(settings)
     store = s3_storage(settings)
-    engine = database_engine(settings)
+    engine = database_engine(settings, concurrency=concurrency)
     repo = JobRepository(engine)
     history = AttemptLog(engine)
     pipeline = MirrorPipeline(

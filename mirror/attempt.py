@@ -10,10 +10,7 @@ import enum
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
-
-from sqlalchemy.exc import DBAPIError
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+from typing import Any, Protocol
 
 from mirror.db.attempts import AttemptStats
 from mirror.db.repository import Fence, Lease
@@ -28,10 +25,9 @@ from mirror.errors import (
 )
 from mirror.heartbeat import Heartbeat
 from mirror.logs import ContextAdapter
+from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
 from mirror.redact import redact
-
-T = TypeVar("T")
 
 
 class Outcome(enum.Enum):
@@ -136,11 +132,11 @@ def run_attempt(
     if history is not None:
         message = None if error is None else error_text(error)
         try:
-            _durably(
+            durably(
                 lambda: history.end_attempt(lease.token, outcome.value, message, heartbeat.stats())
             )
-        except DBAPIError as failure:  # history is for people; the job's fate is recorded
-            log.warning("attempt history not written: %s", str(failure.orig).strip()[:200])
+        except DATABASE_OUTAGE as failure:  # history is for people; the job's fate is recorded
+            log.warning("attempt history not written: %s", describe_outage(failure))
     return outcome
 
 
@@ -165,19 +161,19 @@ def _record_fate(
         log.warning("stopped, touching nothing: %s", message)
         return Outcome.LEASE_LOST
     if isinstance(error, ShutdownRequested):
-        fence = _durably(lambda: store.release(job_id, token))
+        fence = durably(lambda: store.release(job_id, token))
         log.info("released to the queue for shutdown (%s)", fence.value)
         return _fenced(fence, Outcome.RELEASED, log)
     if isinstance(error, NotReady):
         return _wait_until_ready(lease, error, store, policy, log)
     if isinstance(error, PermanentError):
         log.error("failed: %s", message)
-        fence = _durably(lambda: store.mark_failed(job_id, token, message))
+        fence = durably(lambda: store.mark_failed(job_id, token, message))
         return _fenced(fence, Outcome.FAILED, log)
     if not isinstance(error, TransientError | Stalled):
         log.error("unexpected error", exc_info=error)
         message = f"unexpected error: {type(error).__name__}: {message}"
-    fence, status = _durably(
+    fence, status = durably(
         lambda: store.fail_or_retry(job_id, token, message, backoff_s=policy.retry_backoff)
     )
     log.warning("attempt failed (%s), job is now %s: %s", fence.value, status, message)
@@ -189,7 +185,7 @@ def _wait_until_ready(
 ) -> Outcome:
     """Not ready yet: back to the queue with a growing delay, or failed once waited too long."""
     message = str(error)
-    fence, status = _durably(
+    fence, status = durably(
         lambda: store.release_until_ready(
             lease.job_id,
             lease.token,
@@ -212,16 +208,3 @@ def _fenced(fence: Fence, outcome: Outcome, log: ContextAdapter) -> Outcome:
         return outcome
     log.warning("could not record the outcome: %s", fence.value)
     return Outcome.CANCELLED if fence is Fence.CANCELLED else Outcome.LEASE_LOST
-
-
-def _durably(statement: Callable[[], T]) -> T:
-    """Run a fenced statement, riding out a short Postgres outage (it is idempotent)."""
-    for attempt in Retrying(
-        retry=retry_if_exception_type(DBAPIError),
-        wait=wait_exponential(multiplier=0.2, max=5),
-        stop=stop_after_delay(60),
-        reraise=True,
-    ):
-        with attempt:
-            return statement()
-    raise AssertionError("unreachable")

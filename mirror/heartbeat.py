@@ -22,11 +22,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sqlalchemy.exc import DBAPIError
-
 from mirror.db.attempts import AttemptStats
 from mirror.durations import format_duration
 from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.outage import DATABASE_OUTAGE, describe_outage
 from mirror.progress import AbortSignal, Progress
 
 log = logging.getLogger(__name__)
@@ -231,10 +230,10 @@ class Heartbeat:
         progress = self._latest if self._latest != self._written else None
         try:
             fence = self.store.heartbeat(self.job_id, self.token, self._as_json(progress))
-        except DBAPIError as error:
-            # Postgres restarting or a connection killed: keep working and try again next
-            # interval; the lease timeout stops us if it lasts too long.
-            log.warning("heartbeat write failed, will retry: %s", str(error.orig).strip()[:200])
+        except DATABASE_OUTAGE as error:
+            # Postgres restarting, a connection killed, no pooled connection free: keep
+            # working and try again next interval; the lease timeout stops us if it lasts.
+            log.warning("heartbeat write failed, will retry: %s", describe_outage(error))
             if raise_db_errors:
                 raise
             return

@@ -16,7 +16,8 @@ from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.outage import durably
+from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
 from mirror.storage import Upload, audio_key, video_key
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
@@ -90,14 +91,15 @@ class MirrorPipeline:
     unprobed_timeout: float = 24 * 3600.0
 
     def __call__(self, lease: Lease, heartbeat: Heartbeat) -> None:
-        item = self.media.get_item(lease.job.item_id)
+        # A silent Jellyfin or S3 must not hold a shutdown or a stall watchdog back.
+        item = abortably(heartbeat.abort, lambda: self.media.get_item(lease.job.item_id))
         # A .strm, a disc image, a missing episode or a folder is never downloaded.
         require_media_file(item.id, item.name, item)
         require_probed(item, give_up_after=self.unprobed_timeout)
         # Fail fast on a missing or forbidden bucket, before spending an hour downloading.
-        self.store.check_bucket()
+        abortably(heartbeat.abort, self.store.check_bucket)
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
-            source = workspace.file(f"source.{_extension(item.container)}")
+            source = workspace.resumable_file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
             plan = self._plan(item, workspace.file("out"), source)
             already = source.stat().st_size if source.exists() else 0
@@ -118,16 +120,22 @@ class MirrorPipeline:
             uploads, audio_entries = self._uploads(lease.job.item_id, plan)
             # A worker paused past stale_timeout finds out here, before writing to S3.
             heartbeat.checkpoint()
-            self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
+            stale_keys = [upload.key for upload in uploads]
+            abortably(heartbeat.abort, lambda: self.store.abort_stale_multipart_uploads(stale_keys))
             self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
 
-            fence = self.jobs.mark_done(
-                lease.job_id,
-                lease.token,
-                video_key=uploads[0].key,
-                audio_keys=audio_entries,
-                source=item.source_json(),
-                progress=heartbeat.progress_json(),
+            # Every output is in S3 now: a Postgres blip must not cost the attempt, so the
+            # fenced statement is retried for as long as the lease holds.
+            fence = durably(
+                lambda: self.jobs.mark_done(
+                    lease.job_id,
+                    lease.token,
+                    video_key=uploads[0].key,
+                    audio_keys=audio_entries,
+                    source=item.source_json(),
+                    progress=heartbeat.progress_json(),
+                ),
+                abort=heartbeat.abort,
             )
         if fence is Fence.CANCELLED:
             raise JobCancelled("job was cancelled while its outputs were uploading")

@@ -11,9 +11,11 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 Phase = Literal["download", "transcode", "upload"]
 
@@ -67,6 +69,7 @@ class AbortSignal:
         self._lock = threading.Lock()
         self._reason: BaseException | None = None
         self._hooks: list[Callable[[], None]] = []
+        self._fired = threading.Event()
 
     @property
     def reason(self) -> BaseException | None:
@@ -82,11 +85,16 @@ class AbortSignal:
                 return
             self._reason = reason
             hooks = list(self._hooks)
+        self._fired.set()
         for hook in hooks:
             try:
                 hook()
             except Exception:  # a failing hook must not stop the others
                 log.exception("abort hook failed")
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to `timeout`, waking at once when the signal fires; True if it has."""
+        return self._fired.wait(timeout)
 
     def raise_if_set(self) -> None:
         reason = self._reason
@@ -111,3 +119,37 @@ class AbortSignal:
                     self._hooks.remove(hook)
 
         return unregister
+
+
+def abortably(abort: AbortSignal, call: Callable[[], T]) -> T:
+    """Run a blocking call that has no abort hook of its own, stopping when `abort` fires.
+
+    For calls without side effects worth waiting for (an item's metadata, the bucket
+    check): the call runs in a helper thread, and when the signal fires the attempt
+    raises its reason at once and leaves the call to end on its own timeouts.
+    """
+    abort.raise_if_set()
+    finished = threading.Event()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as error:  # handed to the waiting attempt below
+            failure.append(error)
+        finally:
+            finished.set()
+
+    unregister = abort.on_abort(finished.set)
+    try:
+        threading.Thread(target=run, name="abortable-call", daemon=True).start()
+        finished.wait()
+    finally:
+        unregister()
+    if outcome:
+        return outcome[0]
+    if failure:
+        raise failure[0]
+    abort.raise_if_set()
+    raise AssertionError("unreachable: the call finished or the signal fired")

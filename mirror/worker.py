@@ -8,6 +8,7 @@ finish, then aborts them; each aborted attempt puts its job straight back to `ne
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -17,17 +18,20 @@ from pathlib import Path
 from types import FrameType
 
 import psycopg
-from sqlalchemy.exc import DBAPIError
 
 from mirror.attempt import Outcome
-from mirror.db.repository import NOTIFY_CHANNEL, JobRepository, Lease
+from mirror.db.repository import NOTIFY_CHANNEL, JobNotFound, JobRepository, Lease
 from mirror.errors import ShutdownRequested
 from mirror.logs import get_logger
+from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
-from mirror.workspace import sweep_orphans
+from mirror.workspace import resumable_here, sweep_orphans
 
 log = get_logger("mirror.worker")
 
+# After a second stop request, aborted attempts get this long (at most) to release their
+# jobs themselves before the worker does it for them.
+_HURRIED_ABORT_WAIT_S = 2.0
 _LISTEN_TICK_S = 0.1  # how often the listener checks for a stop while waiting for NOTIFY
 
 # Runs one claimed job to its recorded end; the worker gives it the slot's abort signal.
@@ -43,6 +47,9 @@ class WorkerConfig:
     stale_timeout: float
     shutdown_grace: float
     work_dir: Path
+    # After the grace, how long aborted attempts get to release their own jobs before the
+    # worker releases them itself (an attempt stuck in a call that ignores the abort).
+    abort_wait: float = 10.0
 
 
 @dataclass
@@ -71,6 +78,7 @@ class Worker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._stop_deadline: float | None = None
+        self._hurry = threading.Event()  # a second stop request: abort now, wait less
         self._next_reap = 0.0
 
     # -- public -------------------------------------------------------------------------
@@ -106,11 +114,12 @@ class Worker:
         log.info("worker %s stopped", self.config.name)
 
     def request_stop(self, *_: object) -> None:
-        """First call: graceful stop; second call: abort running jobs now."""
+        """First call: graceful stop; a further call: abort running jobs now."""
         now = time.monotonic()
         if self._stopping.is_set():
-            log.warning("second stop request: aborting running jobs now")
+            log.warning("another stop request: aborting running jobs now")
             self._stop_deadline = now
+            self._hurry.set()
         else:
             log.info(
                 "stop requested: no new claims; running jobs get %ss to finish",
@@ -136,8 +145,8 @@ class Worker:
                 continue
             try:
                 lease = self.repo.claim_next(f"{self.config.name}:{slot_number}")
-            except DBAPIError as error:
-                log.warning("claim failed, retrying later: %s", str(error.orig).strip()[:200])
+            except DATABASE_OUTAGE as error:
+                log.warning("claim failed, retrying later: %s", describe_outage(error))
                 return claimed
             if lease is None:
                 return claimed
@@ -178,8 +187,8 @@ class Worker:
         self._next_reap = now + self.config.reap_interval
         try:
             rescued = self.repo.return_stale_to_new(self.config.stale_timeout)
-        except DBAPIError as error:
-            log.warning("reaper failed, retrying later: %s", str(error.orig).strip()[:200])
+        except DATABASE_OUTAGE as error:
+            log.warning("reaper failed, retrying later: %s", describe_outage(error))
             return
         for job in rescued:
             log.bind(job=job.job_id, item=job.item_id).warning(
@@ -191,25 +200,69 @@ class Worker:
 
     def _sweep_workspaces(self) -> None:
         try:
-            processing = {job.item_id for job in self.repo.list(status="processing", limit=100_000)}
-            for path in sweep_orphans(self.config.work_dir, processing.__contains__):
+            for path in sweep_orphans(self.config.work_dir, self._may_resume_here):
                 log.info("removed leftover work directory %s", path)
-        except (DBAPIError, OSError) as error:
+        except DATABASE_OUTAGE as error:
+            log.warning("work directory sweep skipped: %s", describe_outage(error))
+        except OSError as error:
             log.warning("work directory sweep skipped: %s", error)
 
+    def _may_resume_here(self, item_id: str) -> bool:
+        """Keep an item's partial download while its newest job may resume it here."""
+        try:
+            job = self.repo.latest_for_item(item_id)
+        except (JobNotFound, ValueError):  # no such job, or not an item directory
+            return False
+        host = self.config.name.split(":", 1)[0]
+        return resumable_here(job.status, job.worker_id, host)
+
     def _shut_down(self) -> None:
+        """Grace, then abort, then release ourselves what no attempt released: the worker
+        never exits holding a job. A second stop request ends the grace and shortens the
+        wait for aborted attempts."""
         if not self._slots:
             return
-        deadline = self._stop_deadline if self._stop_deadline is not None else time.monotonic()
-        while self._slots and time.monotonic() < deadline:
-            self._wake.wait(min(0.2, max(0.0, deadline - time.monotonic())))
-            self._wake.clear()
-            self._collect_finished()
+        self._wait_for_slots(lambda: self._stop_deadline or time.monotonic())
+        if not self._slots:
+            return
         for slot in self._slots.values():
             slot.abort.trigger(ShutdownRequested("worker shutting down"))
-        for slot in self._slots.values():
-            slot.thread.join(timeout=60)
-        self._collect_finished()
+        aborted = time.monotonic()
+        hurried_wait = min(self.config.abort_wait, _HURRIED_ABORT_WAIT_S)
+        self._wait_for_slots(
+            lambda: aborted + (hurried_wait if self._hurry.is_set() else self.config.abort_wait)
+        )
+        for slot in list(self._slots.values()):
+            self._release_abandoned(slot)
+
+    def _wait_for_slots(self, deadline: Callable[[], float]) -> None:
+        """Collect finished attempts until none is left or `deadline()` has passed."""
+        while self._slots and time.monotonic() < deadline():
+            self._wake.wait(min(0.2, max(0.0, deadline() - time.monotonic())))
+            self._wake.clear()
+            self._collect_finished()
+
+    def _release_abandoned(self, slot: _Slot) -> None:
+        """Put back the job of an attempt that did not end in time (fenced: if the attempt
+        recorded a fate after all, this changes nothing)."""
+        lease = slot.lease
+        job_log = log.bind(job=lease.job_id, item=lease.job.item_id)
+        try:
+            fence = durably(
+                lambda: self.repo.release(lease.job_id, lease.token),
+                limit_s=self.config.abort_wait,
+            )
+        except DATABASE_OUTAGE as error:
+            job_log.error(
+                "could not release the job before exiting (%s); the reaper will return it",
+                describe_outage(error),
+            )
+            return
+        job_log.warning(
+            "the attempt did not stop within %ss; released the job to the queue (%s)",
+            self.config.abort_wait,
+            fence.value,
+        )
 
     # -- LISTEN/NOTIFY -------------------------------------------------------------------
 
@@ -227,7 +280,10 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(
-                    url, autocommit=True, connect_timeout=10, application_name="mirror-listen"
+                    url,
+                    autocommit=True,
+                    connect_timeout=10,
+                    application_name=f"mirror-listen-{os.getpid()}",
                 ) as conn:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     while not self._stopping.is_set():

@@ -1,9 +1,11 @@
 """Per-item work directories under `work_dir`: locking, free-space check, clean-up.
 
 An attempt holds an exclusive flock on `<work_dir>/<item_id>.lock` while it uses
-`<work_dir>/<item_id>/`. Directories nobody holds and whose job is not processing are
-removed at worker start and between jobs, so a crash leaves no disk behind for long,
-while a takeover on the same host can still resume a partial download.
+`<work_dir>/<item_id>/`. An attempt that ends for good (done, failed, cancelled)
+removes the directory; one that ends transiently or is released keeps its partial
+download, so the next attempt on this host resumes it. Directories nobody holds are
+removed at worker start and between jobs unless their job may still resume here
+(`resumable_here`), so a crash leaves no disk behind for long.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mirror.durations import format_bytes
-from mirror.errors import InsufficientSpace, PermanentError
+from mirror.errors import InsufficientSpace, JobCancelled, PermanentError
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ class Workspace:
     path: Path
     lock_path: Path
     _lock_fd: int | None = None
+    _resumable: set[str] = field(default_factory=set)
 
     @classmethod
     def acquire(cls, root: Path, item_id: str) -> Workspace:
@@ -54,6 +57,12 @@ class Workspace:
 
     def file(self, name: str) -> Path:
         return self.path / name
+
+    def resumable_file(self, name: str) -> Path:
+        """A file a later attempt may resume (the download): kept, with its sidecars
+        (`<name>.*`), when this attempt ends without finishing the job."""
+        self._resumable.add(name)
+        return self.file(name)
 
     def require_space(self, source_size: int | None, already_downloaded: int, reserve: int) -> None:
         """Enough free disk for the rest of the download plus the outputs, or raise."""
@@ -77,9 +86,12 @@ class Workspace:
                 f"have {format_bytes(have)}, missing {format_bytes(need - have)}"
             )
 
-    def release(self) -> None:
-        """Remove the directory and drop the lock."""
-        shutil.rmtree(self.path, ignore_errors=True)
+    def release(self, *, keep_resumable: bool = False) -> None:
+        """Remove the directory (or, with `keep_resumable`, all but the resumable files)
+        and drop the lock."""
+        kept = self._keep_resumable_only() if keep_resumable else False
+        if not kept:
+            shutil.rmtree(self.path, ignore_errors=True)
         if self._lock_fd is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.lock_path.unlink()
@@ -89,12 +101,37 @@ class Workspace:
     def __enter__(self) -> Workspace:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self.release(keep_resumable=exc is not None and not _ends_for_good(exc))
+
+    def _keep_resumable_only(self) -> bool:
+        """Delete everything but the resumable files; True if any of them is left."""
+        kept = False
+        for entry in list(self.path.iterdir()) if self.path.is_dir() else []:
+            if any(entry.name == n or entry.name.startswith(n + ".") for n in self._resumable):
+                kept = kept or entry.is_file()
+            elif entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        return kept
 
 
-def sweep_orphans(root: Path, is_processing: Callable[[str], bool]) -> list[Path]:
-    """Remove item directories nobody holds whose job is not processing; return them."""
+def _ends_for_good(error: BaseException) -> bool:
+    """Whether the job ends with this error, so nothing will resume its download."""
+    return isinstance(error, PermanentError | JobCancelled)
+
+
+def resumable_here(status: str, worker_id: str | None, host: str) -> bool:
+    """Whether an item directory may still serve its job on `host`: the job waits in the
+    queue (the next attempt may run here), or an attempt on this host holds it."""
+    if status == "new":
+        return True
+    return status == "processing" and (worker_id or "").split(":", 1)[0] == host
+
+
+def sweep_orphans(root: Path, keep: Callable[[str], bool]) -> list[Path]:
+    """Remove item directories nobody holds, unless `keep(item_id)`; return them."""
     if not root.is_dir():
         return []
     removed: list[Path] = []
@@ -108,8 +145,8 @@ def sweep_orphans(root: Path, is_processing: Callable[[str], bool]) -> list[Path
             continue  # an attempt is using it right now
         try:
             # A private directory (`<item>-<suffix>`) is never resumed; the plain one is
-            # kept while its job is processing, so a takeover here can resume it.
-            if path.name != item_id or not is_processing(item_id):
+            # kept while its job may still resume it here.
+            if path.name != item_id or not keep(item_id):
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
                 with contextlib.suppress(FileNotFoundError):

@@ -12,15 +12,25 @@ class DatabaseUnavailable(MirrorError):
     """Postgres cannot be reached or refused us; the message says which and where."""
 
 
-def make_engine(url: str, *, pool_size: int = 5) -> Engine:
-    """An engine that survives Postgres restarts: pre-ping replaces dead connections."""
+def make_engine(
+    url: str,
+    *,
+    pool_size: int = 5,
+    max_overflow: int | None = None,
+    application_name: str = "mirror",
+) -> Engine:
+    """An engine that survives Postgres restarts: pre-ping replaces dead connections.
+
+    At most `pool_size + max_overflow` connections (default twice `pool_size`); only
+    `pool_size` of them stay open when idle, the others close as they are returned.
+    """
     return create_engine(
         url,
         pool_pre_ping=True,
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_recycle=1800,
-        connect_args={"connect_timeout": 10, "application_name": "mirror"},
+        connect_args={"connect_timeout": 10, "application_name": application_name},
     )
 
 

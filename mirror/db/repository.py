@@ -196,7 +196,11 @@ class JobRepository:
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
     ) -> Fence:
-        """Finish the attempt: outputs are in S3; record their keys, checksums and source."""
+        """Finish the attempt: outputs are in S3; record their keys, checksums and source.
+
+        Safe to repeat: when an earlier try committed but its answer was lost (a dropped
+        connection), the row is already done under this token, which counts as OK.
+        """
         return self._fenced_update(
             job_id,
             token,
@@ -214,6 +218,7 @@ class JobRepository:
                 "source": _json(source),
                 "progress": _json(progress),
             },
+            done_is_ok=True,
         )
 
     def mark_failed(self, job_id: uuid.UUID, token: uuid.UUID, error: str) -> Fence:
@@ -369,6 +374,7 @@ class JobRepository:
         params: dict[str, Any],
         *,
         notify: bool = False,
+        done_is_ok: bool = False,
     ) -> Fence:
         """One UPDATE that only the attempt holding `token` can make, or why it could not."""
         with self.engine.begin() as conn:
@@ -382,19 +388,25 @@ class JobRepository:
                 {"id": job_id, "token": token, **params},
             ).rowcount
             if not updated:
-                return self._why_fenced(conn, job_id, token)
+                return self._why_fenced(conn, job_id, token, done_is_ok=done_is_ok)
             if notify:
                 _notify(conn)
             return Fence.OK
 
     @staticmethod
-    def _why_fenced(conn: Connection, job_id: uuid.UUID, token: uuid.UUID) -> Fence:
-        """After a fenced statement changed nothing: cancelled under us, or lease lost."""
+    def _why_fenced(
+        conn: Connection, job_id: uuid.UUID, token: uuid.UUID, *, done_is_ok: bool = False
+    ) -> Fence:
+        """After a fenced statement changed nothing: cancelled under us, or lease lost
+        (or, with `done_is_ok`, already done by this very attempt)."""
         row = conn.execute(
             text(f"SELECT status, lease_token FROM {_JOBS} WHERE id = :id"), {"id": job_id}
         ).first()
-        if row is not None and row.status == "cancelled" and row.lease_token == token:
-            return Fence.CANCELLED
+        if row is not None and row.lease_token == token:
+            if row.status == "cancelled":
+                return Fence.CANCELLED
+            if done_is_ok and row.status == "done":
+                return Fence.OK
         return Fence.LEASE_LOST
 
     # -- reaper -------------------------------------------------------------------------

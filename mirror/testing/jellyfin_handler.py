@@ -77,6 +77,8 @@ class Faults:
         self.unstalled = threading.Condition(self.lock)
         self.throttle_bps: int | None = None
         self.stalled = False
+        self.metadata_stalled = False  # GET /Items answers nothing until un-stalled
+        self.metadata_waiting = 0  # requests held by that stall right now
         self.cuts: list[list[int]] = []  # [n_bytes, times left]
         self.failures: list[FailRule] = []
 
@@ -208,7 +210,8 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             self._send_body(401, b"")
             return
         if parts == ["items"]:
-            self._answer_items(query)
+            if self._hold_metadata():
+                self._answer_items(query)
         elif parts == ["library", "virtualfolders"]:
             self._send_json([lib.to_json() for lib in self.state.catalog.libraries()])
         elif len(parts) == 3 and parts[0] == "items" and parts[2] == "download":
@@ -374,6 +377,24 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             if self.state.stopping.is_set() or self._client_gone():
                 self._hang_up()
                 return False
+
+    def _hold_metadata(self) -> bool:
+        """Say nothing while metadata is stalled; False once the client or server gave up."""
+        faults = self.state.faults
+        with faults.lock:
+            faults.metadata_waiting += 1
+        try:
+            while True:
+                with faults.lock:
+                    if not faults.metadata_stalled:
+                        return not self.state.stopping.is_set()
+                    faults.unstalled.wait(_POLL_S)
+                if self.state.stopping.is_set() or self._client_gone():
+                    self._hang_up()
+                    return False
+        finally:
+            with faults.lock:
+                faults.metadata_waiting -= 1
 
     def _client_gone(self) -> bool:
         readable, _, _ = select.select([self.connection], [], [], 0)

@@ -186,6 +186,19 @@ class JellyfinStandIn:
             faults.stalled = stalled
             faults.unstalled.notify_all()
 
+    def stall_metadata(self, stalled: bool) -> None:
+        """Stalled: item queries (`GET /Items`) get no answer at all until un-stalled."""
+        faults = self._state.faults
+        with faults.lock:
+            faults.metadata_stalled = stalled
+            faults.unstalled.notify_all()
+
+    @property
+    def metadata_requests_held(self) -> int:
+        """Item queries waiting on `stall_metadata` right now."""
+        with self._state.faults.lock:
+            return self._state.faults.metadata_waiting
+
     def clear_faults(self) -> None:
         faults = self._state.faults
         with faults.lock:
@@ -193,6 +206,7 @@ class JellyfinStandIn:
             faults.cuts.clear()
             faults.failures.clear()
             faults.stalled = False
+            faults.metadata_stalled = False
             faults.unstalled.notify_all()
 
     # observations -----------------------------------------------------------------

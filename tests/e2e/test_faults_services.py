@@ -193,3 +193,29 @@ def test_four_workers_with_two_slots_mirror_30_items_exactly_once(
     assert len({line.split("job=")[1].split()[0] for line in claims}) == 30
     assert len({holder.rsplit(":", 1)[0] for holder in holders.values()}) >= 2  # shared work
     assert len(stack.object_keys()) == 30 * 3
+
+
+def test_a_later_attempt_resumes_the_partial_download_of_one_that_gave_up(
+    stack: Stack, sample_large_h264: SampleMedia
+) -> None:
+    item = stack.add_sample(sample_large_h264)
+    size = sample_large_h264.size
+    stack.jellyfin.throttle(size // 4)  # ~2 s to the cut, time to arm the 503s below
+    stack.jellyfin.cut_after(size // 2)
+    stack.mirror("enqueue", item)
+    worker = stack.start_worker(name="a")
+    stack.wait_for(lambda: stack.jellyfin.downloads_bytes_served > 0, 60, "the download")
+    # After the cut, every resume is refused until the first attempt gives up (5 tries).
+    stack.jellyfin.fail_next(503, times=4, retry_after=1, path_prefix=f"/Items/{item}/Download")
+    stack.wait_for(lambda: stack.job(item).attempts == 2, 120, "the second attempt")
+    stack.jellyfin.throttle(None)
+    stack.wait_for(lambda: stack.job(item).status == "done", 120, "the job to finish")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    assert attempt_outcomes(stack, item) == ["retry", "done"]
+    served = stack.jellyfin.downloads_bytes_served
+    print(f"bytes served: {served} for a file of {size} ({served / size:.3f}x)")
+    assert served <= 1.05 * size
+    downloads = stack.jellyfin.download_requests()
+    assert downloads[-1].status == 206 and downloads[-1].range == f"bytes={size // 2}-"
+    assert list(stack.work_dir.iterdir()) == []

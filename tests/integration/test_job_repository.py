@@ -327,3 +327,17 @@ def test_attempt_history_follows_claims_rescues_and_ends(
     assert rows[0].error is not None and "no heartbeat" in rows[0].error
     assert (rows[1].heartbeat_writes, rows[1].bytes_downloaded, rows[1].download_s) == (4, 100, 1.5)
     assert all(r.ended_at is not None for r in rows)
+
+
+def test_mark_done_repeated_after_a_lost_answer_is_ok_but_other_statements_are_fenced(
+    repo: JobRepository,
+) -> None:
+    repo.enqueue([ITEM])
+    lease = repo.claim_next("w:1:0")
+    assert lease is not None
+    assert repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[]) is Fence.OK
+    # The retry of a commit whose answer never arrived: same attempt, row already done.
+    assert repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[]) is Fence.OK
+    assert repo.heartbeat(lease.job_id, lease.token, None) is Fence.LEASE_LOST
+    assert repo.mark_failed(lease.job_id, lease.token, "late") is Fence.LEASE_LOST
+    assert repo.get(lease.job_id).status == "done"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import InsufficientSpace, PermanentError
-from mirror.workspace import Workspace, sweep_orphans
+from mirror.errors import InsufficientSpace, JobCancelled, PermanentError, TransientError
+from mirror.workspace import Workspace, resumable_here, sweep_orphans
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
@@ -69,17 +69,59 @@ def test_short_of_space_is_a_wait_for_disk_not_a_failure(tmp_path: Path) -> None
     assert caught.value.phase == "waiting for disk"
 
 
-def test_sweep_removes_unheld_directories_unless_their_job_is_processing(tmp_path: Path) -> None:
+def test_sweep_removes_unheld_directories_unless_kept(tmp_path: Path) -> None:
     other = "0123456789abcdef0123456789abcdef"
     (tmp_path / ITEM).mkdir()
     (tmp_path / other).mkdir()
     (tmp_path / f"{other}-deadbeef").mkdir()
-    removed = sweep_orphans(tmp_path, is_processing=lambda item: item == ITEM)
+    removed = sweep_orphans(tmp_path, keep=lambda item: item == ITEM)
     assert sorted(p.name for p in removed) == sorted([other, f"{other}-deadbeef"])
     assert (tmp_path / ITEM).exists()  # a takeover may resume it
 
 
 def test_sweep_leaves_held_directories_alone(tmp_path: Path) -> None:
     with Workspace.acquire(tmp_path, ITEM) as workspace:
-        assert sweep_orphans(tmp_path, is_processing=lambda item: False) == []
+        assert sweep_orphans(tmp_path, keep=lambda item: False) == []
         assert workspace.path.exists()
+
+
+def fail_inside(tmp_path: Path, error: Exception) -> Path:
+    """An attempt that downloaded half a file and made an output, then raised `error`."""
+    with pytest.raises(type(error)), Workspace.acquire(tmp_path, ITEM) as workspace:
+        workspace.resumable_file("source.mkv").write_bytes(b"half")
+        workspace.file("source.mkv.last-modified").write_text("Tue, 01 Oct 2024 10:00:00 GMT")
+        (workspace.file("out") / "audio").mkdir(parents=True)
+        (workspace.file("out") / "video.mp4").write_bytes(b"output")
+        raise error
+    return tmp_path / ITEM
+
+
+def test_an_attempt_that_ends_transiently_keeps_only_its_partial_download(tmp_path: Path) -> None:
+    path = fail_inside(tmp_path, TransientError("Jellyfin answered 503"))
+    assert sorted(p.name for p in path.iterdir()) == ["source.mkv", "source.mkv.last-modified"]
+    with Workspace.acquire(tmp_path, ITEM) as workspace:  # the next attempt resumes it
+        assert workspace.resumable_file("source.mkv").read_bytes() == b"half"
+    assert list(tmp_path.iterdir()) == []  # and, done, leaves nothing behind
+
+
+@pytest.mark.parametrize("error", [PermanentError("corrupt"), JobCancelled("cancelled")])
+def test_an_attempt_that_ends_the_job_removes_everything(tmp_path: Path, error: Exception) -> None:
+    fail_inside(tmp_path, error)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("status", "worker_id", "kept"),
+    [
+        ("new", None, True),  # the next attempt may run here
+        ("processing", "here:12:0", True),  # a takeover on this host resumes it
+        ("processing", "there:12:0", False),  # another host runs it: useless here
+        ("done", "here:12:0", False),
+        ("failed", None, False),
+        ("cancelled", "here:12:0", False),
+    ],
+)
+def test_partial_downloads_are_kept_only_while_they_may_be_resumed_here(
+    status: str, worker_id: str | None, kept: bool
+) -> None:
+    assert resumable_here(status, worker_id, "here") is kept
