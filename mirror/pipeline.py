@@ -18,7 +18,14 @@ from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.storage import Upload, audio_key, video_key
-from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
+from mirror.transcode import (
+    ProbedFile,
+    TranscodePlan,
+    plan_transcode,
+    probe_file,
+    run_transcode,
+    verify_outputs,
+)
 from mirror.workspace import Workspace
 
 
@@ -60,6 +67,8 @@ class JobFinisher(Protocol):
         *,
         video_key: str,
         audio_keys: Sequence[dict[str, Any]],
+        video: dict[str, Any] | None = None,
+        skipped_streams: Sequence[dict[str, Any]] | None = None,
         progress: dict[str, Any] | None = None,
     ) -> Fence: ...
 
@@ -93,7 +102,7 @@ class MirrorPipeline:
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
             source = workspace.file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
-            plan = self._plan(item, workspace.file("out"), source)
+            self._plan(item, workspace.file("out"), source)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
 
@@ -106,10 +115,17 @@ class MirrorPipeline:
             )
             heartbeat.flush()
 
+            # Map from the file itself (Jellyfin numbers sidecars first) and check its list.
+            probe = probe_file(source, self.transcode.ffmpeg_path)
+            plan = self._plan(item, workspace.file("out"), source, probe)
             run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
             heartbeat.flush()
+            # Nothing reaches S3 unless every output holds what the plan says.
+            verified = verify_outputs(plan, self.transcode.ffmpeg_path)
 
             uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+            for entry, audio in zip(audio_entries, verified.audio, strict=True):
+                entry["duration_s"] = audio.duration_s
             # A worker paused past stale_timeout finds out here, before writing to S3.
             heartbeat.checkpoint()
             self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
@@ -120,6 +136,8 @@ class MirrorPipeline:
                 lease.token,
                 video_key=uploads[0].key,
                 audio_keys=audio_entries,
+                video=verified.video.video_json(uploads[0].key),
+                skipped_streams=plan.skipped_json(),
                 progress=heartbeat.progress_json(),
             )
         if fence is Fence.CANCELLED:
@@ -127,12 +145,15 @@ class MirrorPipeline:
         if fence is Fence.LEASE_LOST:
             raise LeaseLost("lease lost before the job could be marked done")
 
-    def _plan(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
+    def _plan(
+        self, item: MediaItem, output_dir: Path, source: Path, probe: ProbedFile | None = None
+    ) -> TranscodePlan:
         options = self.transcode
         return plan_transcode(
             item,
             output_dir,
             source,
+            probe=probe,
             video_codec=options.video_codec,
             audio_codec=options.audio_codec,
             x264_preset=options.x264_preset,
