@@ -61,7 +61,7 @@ def test_a_wrong_video_output_is_named_with_what_it_holds(
 
 
 def test_audio_output_must_be_one_aac_stream() -> None:
-    with pytest.raises(PermanentError, match=r"audio/1-eng\.m4a holds ac3 audio, the plan says aac"):
+    with pytest.raises(PermanentError, match=r"1-eng\.m4a holds ac3 audio, the plan says aac"):
         check_output(PLAN.audio[0], ProbedFile((ProbedStream(0, "Audio", "ac3"),), 600.0), 600.0)
 
 
