@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -99,12 +100,33 @@ def probe_file(path: Path, ffmpeg_path: str) -> ProbedFile:
     return probed
 
 
+def probe_own_outputs(paths: Sequence[Path], ffmpeg_path: str) -> list[ProbedFile]:
+    """Read files mirror wrote itself (faststart MP4s), all in ONE ffmpeg run.
+
+    One process instead of one per output (ffmpeg's start-up is most of a probe), and
+    headers only: an MP4's moov holds every stream's facts and the duration, so ffmpeg
+    need not decode frames to find them (`-analyzeduration 0`, a small probe size). A
+    file ffmpeg cannot open stops the run; then each file is probed alone so the error
+    names the right one.
+    """
+    options = ["-probesize", "1000000", "-analyzeduration", "0"]
+    inputs = [arg for path in paths for arg in (*options, "-i", str(path))]
+    sections = _input_sections(_run_listing(ffmpeg_path, inputs, paths[0] if paths else None))
+    if len(sections) == len(paths) and all(section.streams for section in sections):
+        return sections
+    return [probe_file(path, ffmpeg_path) for path in paths]
+
+
 def ffmpeg_listing(path: Path, ffmpeg_path: str) -> str:
     """What `ffmpeg -i <path>` prints about the file (its stderr)."""
+    return _run_listing(ffmpeg_path, ["-i", str(path)], path)
+
+
+def _run_listing(ffmpeg_path: str, inputs: list[str], path: Path | None) -> str:
     try:
-        # Without an output ffmpeg exits 1 after printing the input's description.
+        # Without an output ffmpeg exits 1 after printing the inputs' descriptions.
         result = subprocess.run(
-            [ffmpeg_path, "-nostdin", "-hide_banner", "-i", str(path)],
+            [ffmpeg_path, "-nostdin", "-hide_banner", *inputs],
             capture_output=True,
             check=False,
             timeout=PROBE_TIMEOUT_S,
@@ -116,8 +138,9 @@ def ffmpeg_listing(path: Path, ffmpeg_path: str) -> str:
     return result.stderr.decode("utf-8", errors="replace")
 
 
+_INPUT = re.compile(r"^Input #\d+, ", re.MULTILINE)
 _STREAM = re.compile(
-    r"^\s*Stream #0:(?P<index>\d+)(?:\[0x[0-9a-f]+\])?(?:\((?P<lang>[^)]*)\))?: "
+    r"^\s*Stream #\d+:(?P<index>\d+)(?:\[0x[0-9a-f]+\])?(?:\((?P<lang>[^)]*)\))?: "
     r"(?P<type>\w+): (?P<codec>[\w-]+)(?P<rest>.*)$"
 )
 _TITLE = re.compile(r"^\s+title\s*: (?P<title>.*)$")
@@ -136,6 +159,13 @@ def parse_probe(text: str) -> ProbedFile:
     return ProbedFile(tuple(parse_stream_listing(text)), parse_duration(text))
 
 
+def _input_sections(text: str) -> list[ProbedFile]:
+    """One ProbedFile per `Input #k` block of a several-input listing, in order."""
+    starts = [match.start() for match in _INPUT.finditer(text)]
+    ends = [*starts[1:], len(text)]
+    return [parse_probe(text[start:end]) for start, end in zip(starts, ends, strict=True)]
+
+
 def parse_duration(text: str) -> float | None:
     """The container duration `ffmpeg -i` prints, in seconds (None for N/A)."""
     match = _DURATION.search(text)
@@ -146,17 +176,20 @@ def parse_duration(text: str) -> float | None:
 
 
 def parse_stream_listing(text: str) -> list[ProbedStream]:
-    """Parse the `Stream #0:N` lines (and their titles) of `ffmpeg -i` output."""
+    """Parse the `Stream #k:N` lines (and their titles) of the first input `ffmpeg` lists."""
     found: list[ProbedStream] = []
     in_stream = False  # a title line belongs to the stream above it, not to the file
+    seen_input = False
     for line in text.splitlines():
-        if line.startswith(("Input #1", "Output #")):
+        if line.startswith("Output #") or (line.startswith("Input #") and seen_input):
             break  # only the first input describes the file
         match = _STREAM.match(line)
         if match:
             found.append(_probed(match))
             in_stream = True
-        elif line.lstrip().startswith(("Input #", "Chapter")):
+        elif line.startswith("Input #"):
+            seen_input = True
+        elif line.lstrip().startswith("Chapter"):
             in_stream = False
         elif in_stream and (title := _TITLE.match(line)):
             found[-1] = replace(found[-1], title=title["title"])

@@ -2,7 +2,7 @@
 
 ffmpeg exiting 0 says little about what it wrote: a wrong `-map` gives a `video.mp4`
 holding an audio track, an audio track that ends early gives a short `.m4a`. Each
-output is probed (`ffmpeg -i`, headers only: milliseconds per file) and must hold
+output is probed (`ffmpeg -i`, headers only, all outputs in one run) and must hold
 exactly one stream of the right kind and planned codec, and last as long as the source
 within max(1 s, 1 %). A mismatch is permanent (the same file gives the same outputs)
 and names the output and what is wrong. The facts read here go on the job row.
@@ -15,7 +15,7 @@ from typing import Any
 
 from mirror.errors import PermanentError
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
-from mirror.transcode.probe import ProbedFile, probe_file
+from mirror.transcode.probe import ProbedFile, probe_own_outputs
 
 _SAME_CODEC = {"avc": "h264", "avc1": "h264"}
 
@@ -49,12 +49,12 @@ class VerifiedOutputs:
 
 def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
     """Probe and check every output of `plan`; PermanentError on the first mismatch."""
-    video = check_output(plan.video, probe_file(plan.video.path, ffmpeg_path), plan.duration_s)
-    audio = tuple(
-        check_output(track, probe_file(track.path, ffmpeg_path), plan.duration_s)
-        for track in plan.audio
+    probed = probe_own_outputs([output.path for output in plan.outputs], ffmpeg_path)
+    video, *audio = (
+        check_output(output, found, plan.duration_s)
+        for output, found in zip(plan.outputs, probed, strict=True)
     )
-    return VerifiedOutputs(video=video, audio=audio)
+    return VerifiedOutputs(video=video, audio=tuple(audio))
 
 
 def duration_tolerance(source_s: float) -> float:

@@ -82,3 +82,15 @@ def test_unreadable_output_has_no_streams_and_no_duration() -> None:
 
     assert probed.streams == ()
     assert probed.duration_s is None
+
+
+def test_a_listing_of_several_inputs_gives_one_file_each() -> None:
+    from mirror.transcode.probe import _input_sections
+
+    second = MKV_10BIT_AC3.replace("Input #0", "Input #1").replace("Stream #0:", "Stream #1:")
+    first, other = _input_sections(COVER_ART_MP4.replace("At least one output", "") + second)
+
+    assert [s.codec for s in first.streams] == ["h264", "aac", "png"]
+    assert first.duration_s == 2.0
+    assert [s.index for s in other.streams] == [0, 1, 2, 3]
+    assert other.duration_s == 3723.5
