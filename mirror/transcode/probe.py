@@ -96,7 +96,7 @@ def probe_file(path: Path, ffmpeg_path: str) -> ProbedFile:
     probed = parse_probe(text)
     if not probed.streams:
         tail = " ".join(text.strip().splitlines()[-3:])[-600:] or "(no output)"
-        raise PermanentError(f"ffmpeg cannot read {path.name}: {tail}")
+        raise PermanentError(f"ffmpeg failed to read {path.name}: {tail}")
     return probed
 
 

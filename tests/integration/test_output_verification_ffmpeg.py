@@ -29,5 +29,5 @@ def test_outputs_of_a_remux_verify_with_their_facts(
         assert output.duration_s == pytest.approx(4.0, abs=0.2)
 
     corrupt_copy(plan.audio[1].path, plan.audio[1].path)
-    with pytest.raises(PermanentError, match=r"cannot read 2-fra\.m4a"):
+    with pytest.raises(PermanentError, match=r"ffmpeg failed to read 2-fra\.m4a"):
         verify_outputs(plan, ffmpeg_path)
