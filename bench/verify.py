@@ -9,8 +9,9 @@ Inputs:
   the one where verification weighs most); its attempt time and phases are read from
   the attempt history;
 - the added steps, timed in this process on the same file and the same outputs (made
-  once with run_transcode): `probe_file` of the source (the mapping after download)
-  and `verify_outputs` of the plan (one `ffmpeg -i` per output), each 5 times.
+  once with run_transcode): the quick `probe_file` of the source (the mapping after
+  the download; the full probe runs only before a failure) and `verify_outputs` of the
+  plan (one `ffmpeg` run reading every output), each 5 times.
 
 Prints the medians, then the share of the job as the LAST line. Target: < 2 %.
 Usage: python bench/verify.py [--quick]   (or BENCH_QUICK=1)
@@ -63,7 +64,9 @@ def main() -> None:
     transcode_s = timed_call(
         lambda: run_transcode(plan, ffmpeg, lambda progress: None, AbortSignal())
     )
-    probe_runs = [timed_call(lambda: probe_file(sample.path, ffmpeg)) for _ in range(ROUNDS)]
+    probe_runs = [
+        timed_call(lambda: probe_file(sample.path, ffmpeg, quick=True)) for _ in range(ROUNDS)
+    ]
     verify_runs = [timed_call(lambda: verify_outputs(plan, ffmpeg)) for _ in range(ROUNDS)]
     shutil.rmtree(work, ignore_errors=True)
 

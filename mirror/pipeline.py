@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mirror.db.repository import Fence, Lease
-from mirror.errors import JobCancelled, LeaseLost
+from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
 from mirror.progress import AbortSignal, ProgressCallback
@@ -116,8 +116,7 @@ class MirrorPipeline:
             heartbeat.flush()
 
             # Map from the file itself (Jellyfin numbers sidecars first) and check its list.
-            probe = probe_file(source, self.transcode.ffmpeg_path)
-            plan = self._plan(item, workspace.file("out"), source, probe)
+            plan = self._plan_from_file(item, workspace.file("out"), source)
             run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
             heartbeat.flush()
             # Nothing reaches S3 unless every output holds what the plan says.
@@ -144,6 +143,15 @@ class MirrorPipeline:
             raise JobCancelled("job was cancelled while its outputs were uploading")
         if fence is Fence.LEASE_LOST:
             raise LeaseLost("lease lost before the job could be marked done")
+
+    def _plan_from_file(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
+        """Plan from a quick probe; before failing on what it shows, probe in full."""
+        ffmpeg_path = self.transcode.ffmpeg_path
+        try:
+            return self._plan(item, output_dir, source, probe_file(source, ffmpeg_path, quick=True))
+        except PermanentError:
+            # A header-only probe can miss streams a container reveals late (MPEG-TS).
+            return self._plan(item, output_dir, source, probe_file(source, ffmpeg_path))
 
     def _plan(
         self, item: MediaItem, output_dir: Path, source: Path, probe: ProbedFile | None = None
