@@ -13,14 +13,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mirror.db.repository import Fence, Lease
-from mirror.errors import JobCancelled, LeaseLost
+from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
 from mirror.outage import durably
 from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
 from mirror.storage import Upload, audio_key, video_key
-from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
+from mirror.transcode import (
+    ProbedFile,
+    TranscodePlan,
+    plan_transcode,
+    probe_file,
+    run_transcode,
+    verify_outputs,
+)
 from mirror.workspace import Workspace
 
 
@@ -62,6 +69,8 @@ class JobFinisher(Protocol):
         *,
         video_key: str,
         audio_keys: Sequence[dict[str, Any]],
+        video: dict[str, Any] | None = None,
+        skipped_streams: Sequence[dict[str, Any]] | None = None,
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
     ) -> Fence: ...
@@ -101,7 +110,7 @@ class MirrorPipeline:
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
             source = workspace.resumable_file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
-            plan = self._plan(item, workspace.file("out"), source)
+            self._plan(item, workspace.file("out"), source)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
 
@@ -114,10 +123,16 @@ class MirrorPipeline:
             )
             heartbeat.flush()
 
+            # Map from the file itself (Jellyfin numbers sidecars first) and check its list.
+            plan = self._plan_from_file(item, workspace.file("out"), source)
             run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
             heartbeat.flush()
+            # Nothing reaches S3 unless every output holds what the plan says.
+            verified = verify_outputs(plan, self.transcode.ffmpeg_path)
 
             uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+            for entry, audio in zip(audio_entries, verified.audio, strict=True):
+                entry["duration_s"] = audio.duration_s
             # A worker paused past stale_timeout finds out here, before writing to S3.
             heartbeat.checkpoint()
             stale_keys = [upload.key for upload in uploads]
@@ -132,6 +147,8 @@ class MirrorPipeline:
                     lease.token,
                     video_key=uploads[0].key,
                     audio_keys=audio_entries,
+                    video=verified.video.video_json(uploads[0].key),
+                    skipped_streams=plan.skipped_json(),
                     source=item.source_json(),
                     progress=heartbeat.progress_json(),
                 ),
@@ -142,12 +159,24 @@ class MirrorPipeline:
         if fence is Fence.LEASE_LOST:
             raise LeaseLost("lease lost before the job could be marked done")
 
-    def _plan(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
+    def _plan_from_file(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
+        """Plan from a quick probe; before failing on what it shows, probe in full."""
+        ffmpeg_path = self.transcode.ffmpeg_path
+        try:
+            return self._plan(item, output_dir, source, probe_file(source, ffmpeg_path, quick=True))
+        except PermanentError:
+            # A header-only probe can miss streams a container reveals late (MPEG-TS).
+            return self._plan(item, output_dir, source, probe_file(source, ffmpeg_path))
+
+    def _plan(
+        self, item: MediaItem, output_dir: Path, source: Path, probe: ProbedFile | None = None
+    ) -> TranscodePlan:
         options = self.transcode
         return plan_transcode(
             item,
             output_dir,
             source,
+            probe=probe,
             video_codec=options.video_codec,
             audio_codec=options.audio_codec,
             x264_preset=options.x264_preset,

@@ -3,22 +3,27 @@
 Used by the tests and by `mirror demo`: each sample is an MKV shaped like a real
 library file (one video stream, two audio tracks in different languages, one with a
 non-ASCII title, and a subtitle), generated in well under a second from lavfi sources.
-`describe_streams` reads a file's streams from `ffmpeg -i` (there is no ffprobe).
+`describe_streams` reads a file's streams back with the production probe (`ffmpeg -i`).
 """
 
 from __future__ import annotations
 
 import random
-import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import imageio_ffmpeg
 
 from mirror.item import MediaItem, MediaStream
+from mirror.transcode.probe import (
+    ProbedStream,
+    ffmpeg_listing,
+    parse_duration,
+    parse_stream_listing,
+)
 
 SampleKind = Literal["h264_aac", "mpeg4_mp3"]
 
@@ -57,6 +62,7 @@ class _Track:
 @dataclass(frozen=True)
 class _Recipe:
     video_codec: str  # as Jellyfin spells it
+    video_profile: str  # as ffprobe (and so Jellyfin) names the encoder's profile
     video_args: tuple[str, ...]
     audio_codec: str
     audio_args: tuple[str, ...]
@@ -69,6 +75,7 @@ class _Recipe:
 _RECIPES: dict[str, _Recipe] = {
     "h264_aac": _Recipe(
         video_codec="h264",
+        video_profile="Constrained Baseline",  # x264's ultrafast preset
         video_args=("-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"),
         audio_codec="aac",
         audio_args=("-c:a", "aac", "-b:a", "96k"),
@@ -79,6 +86,7 @@ _RECIPES: dict[str, _Recipe] = {
     ),
     "mpeg4_mp3": _Recipe(
         video_codec="mpeg4",
+        video_profile="Simple Profile",
         video_args=("-c:v", "mpeg4", "-q:v", "5", "-pix_fmt", "yuv420p"),
         audio_codec="mp3",
         audio_args=("-c:a", "libmp3lame", "-b:a", "96k"),
@@ -142,11 +150,12 @@ def generate_sample(
             "-disposition:a:1", "0", "-disposition:s:0", "0",
             "-f", "matroska", str(dest),
         ]  # fmt: skip
-        _run(argv)
+        run_ffmpeg(argv)
     streams = (
         MediaStream(
             index=0, type="Video", codec=recipe.video_codec, width=width, height=height,
-            frame_rate=float(fps), is_default=True,
+            frame_rate=float(fps), is_default=True, pixel_format="yuv420p",
+            profile=recipe.video_profile, bit_depth=8,
         ),
         MediaStream(
             index=1, type="Audio", codec=recipe.audio_codec, language=first.language,
@@ -189,122 +198,28 @@ def corrupt_copy(src: Path, dest: Path) -> Path:
     return dest
 
 
-@dataclass(frozen=True)
-class DescribedStream:
-    """One stream as `ffmpeg -i` prints it: Type spelled like Jellyfin, codec's first word."""
-
-    index: int
-    type: str  # Video, Audio, Subtitle, Data, Attachment
-    codec: str
-    language: str | None = None
-    title: str | None = None
-    channels: int | None = None
-    width: int | None = None
-    height: int | None = None
-    frame_rate: float | None = None
-    is_default: bool = False
-
-    def to_media_stream(self) -> MediaStream:
-        return MediaStream(
-            index=self.index,
-            type=self.type,
-            codec=self.codec,
-            language=self.language,
-            title=self.title,
-            channels=self.channels,
-            width=self.width,
-            height=self.height,
-            frame_rate=self.frame_rate,
-            is_default=self.is_default,
-        )
+# The parser is production code (the pipeline probes every download and output); these
+# names stay for the tests that read back what a file holds.
+DescribedStream = ProbedStream
 
 
-def describe_streams(path: Path, ffmpeg_path: str | None = None) -> list[DescribedStream]:
+def describe_streams(path: Path, ffmpeg_path: str | None = None) -> list[ProbedStream]:
     """The streams of the first input in `path`, read from `ffmpeg -i` (no ffprobe)."""
-    return parse_stream_listing(_listing(path, ffmpeg_path))
+    return parse_stream_listing(ffmpeg_listing(path, ffmpeg_path or _bundled()))
 
 
 def probe_duration(path: Path, ffmpeg_path: str | None = None) -> float | None:
     """The container duration `ffmpeg -i` prints, in seconds (None for N/A)."""
-    match = _DURATION.search(_listing(path, ffmpeg_path))
-    if not match:
-        return None
-    hours, minutes, seconds = match.groups()
-    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    return parse_duration(ffmpeg_listing(path, ffmpeg_path or _bundled()))
 
 
-_STREAM = re.compile(
-    r"^\s*Stream #0:(?P<index>\d+)(?:\[0x[0-9a-f]+\])?(?:\((?P<lang>[^)]*)\))?: "
-    r"(?P<type>\w+): (?P<codec>[\w-]+)(?P<rest>.*)$"
-)
-_TITLE = re.compile(r"^\s+title\s*: (?P<title>.*)$")
-_DURATION = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
-_SIZE = re.compile(r", (\d+)x(\d+)[ ,]")
-_FPS = re.compile(r", (\d+(?:\.\d+)?) fps")
-_LAYOUT_CHANNELS = {"mono": 1, "stereo": 2, "2.1": 3, "quad": 4, "5.0": 5, "5.1": 6, "7.1": 8}
+def _bundled() -> str:
+    path: str = imageio_ffmpeg.get_ffmpeg_exe()
+    return path
 
 
-def parse_stream_listing(text: str) -> list[DescribedStream]:
-    """Parse the `Stream #0:N` lines (and their titles) of `ffmpeg -i` output."""
-    found: list[DescribedStream] = []
-    in_stream = False  # a title line belongs to the stream above it, not to the file
-    for line in text.splitlines():
-        match = _STREAM.match(line)
-        if match:
-            found.append(_described(match))
-            in_stream = True
-        elif line.lstrip().startswith(("Input #", "Output #", "Chapter")):
-            in_stream = False
-        elif in_stream and (title := _TITLE.match(line)):
-            found[-1] = replace(found[-1], title=title["title"])
-    return found
-
-
-def _described(match: re.Match[str]) -> DescribedStream:
-    rest = match["rest"]
-    stream = DescribedStream(
-        index=int(match["index"]),
-        type=match["type"],
-        codec=match["codec"],
-        language=match["lang"] if match["lang"] not in (None, "und") else None,
-        is_default="(default)" in rest,
-    )
-    if stream.type == "Video":
-        size = _SIZE.search(rest)
-        fps = _FPS.search(rest)
-        return replace(
-            stream,
-            width=int(size[1]) if size else None,
-            height=int(size[2]) if size else None,
-            frame_rate=float(fps[1]) if fps else None,
-        )
-    if stream.type == "Audio":
-        return replace(stream, channels=_channels(rest))
-    return stream
-
-
-def _channels(rest: str) -> int | None:
-    if explicit := re.search(r", (\d+) channels", rest):
-        return int(explicit[1])
-    for part in rest.split(", "):
-        layout = part.split("(")[0].strip()
-        if layout in _LAYOUT_CHANNELS:
-            return _LAYOUT_CHANNELS[layout]
-    return None
-
-
-def _listing(path: Path, ffmpeg_path: str | None) -> str:
-    ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
-    # Without an output ffmpeg exits 1 after printing the input's description.
-    result = subprocess.run(
-        [ffmpeg, "-nostdin", "-hide_banner", "-i", str(path)],
-        capture_output=True,
-        check=False,
-    )
-    return result.stderr.decode("utf-8", errors="replace")
-
-
-def _run(argv: list[str]) -> None:
+def run_ffmpeg(argv: list[str]) -> None:
+    """Run an ffmpeg command that makes a sample; RuntimeError with its reason if it fails."""
     result = subprocess.run(argv, capture_output=True, check=False)
     if result.returncode != 0:
         reason = result.stderr.decode("utf-8", errors="replace").strip()[-2000:]

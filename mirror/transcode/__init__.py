@@ -1,7 +1,8 @@
-"""ffmpeg: plan the outputs from the item's streams, build one command, run it.
+"""ffmpeg: probe the file, plan the outputs, build one command, run it, verify the outputs.
 
-`plan` and `progress` are pure (plain data in, plain data out); `command` builds the
-argv with ffmpeg-python; `process` and `runner` own the child process.
+`streams`, `plan` and `progress` are pure (plain data in, plain data out); `probe` reads
+a file with `ffmpeg -i`; `command` builds the argv with ffmpeg-python; `process` and
+`runner` own the child process; `verify` reads every output back before upload.
 """
 
 from mirror.transcode.binary import find_ffmpeg
@@ -16,8 +17,10 @@ from mirror.transcode.plan import (
     VideoOutput,
     plan_transcode,
 )
+from mirror.transcode.probe import ProbedFile, probe_file
 from mirror.transcode.progress import FfmpegProgressParser
 from mirror.transcode.runner import run_transcode
+from mirror.transcode.verify import VerifiedOutputs, verify_outputs
 
 __all__ = [
     "AUDIO_CODEC_SETTINGS",
@@ -25,11 +28,15 @@ __all__ = [
     "AudioCodecSetting",
     "AudioOutput",
     "FfmpegProgressParser",
+    "ProbedFile",
     "TranscodePlan",
+    "VerifiedOutputs",
     "VideoCodecSetting",
     "VideoOutput",
     "build_command",
     "find_ffmpeg",
     "plan_transcode",
+    "probe_file",
     "run_transcode",
+    "verify_outputs",
 ]

@@ -49,18 +49,21 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str) -> list[str]:
 
 
 def _video_output(source: Any, video: VideoOutput) -> Any:
-    # `source["3"]` makes ffmpeg-python emit `-map 0:3`: exactly that stream, by index.
+    # `source["v:0"]` makes ffmpeg-python emit `-map 0:v:0`: the planned stream by its
+    # position among the file's video streams, which no sidecar numbering can shift.
     options: dict[str, Any] = {**_COMMON_OUTPUT_OPTIONS, "c:v": video.codec}
     if video.codec != "copy":
         # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
         options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
-    return ffmpeg.output(source[str(video.stream_index)], file_argument(video.path), **options)
+    return ffmpeg.output(source[video.specifier], file_argument(video.path), **options)
 
 
 def _audio_output(source: Any, track: AudioOutput) -> Any:
     options: dict[str, Any] = {**_COMMON_OUTPUT_OPTIONS, "c:a": track.codec}
     if track.codec != "copy":
         options["b:a"] = track.bitrate
+    if track.channels is not None:
+        options["ac"] = track.channels  # fold 7.1 down to 5.1; never set to upmix
     # ffmpeg-python takes options as a dict, so one key cannot repeat: the language goes
     # through the `s:a:0` specifier and the title through `s:a`, both naming the output's
     # only stream.
@@ -68,7 +71,7 @@ def _audio_output(source: Any, track: AudioOutput) -> Any:
         options["metadata:s:a:0"] = f"language={track.language}"
     if track.title:
         options["metadata:s:a"] = f"title={track.title}"
-    return ffmpeg.output(source[str(track.stream_index)], file_argument(track.path), **options)
+    return ffmpeg.output(source[track.specifier], file_argument(track.path), **options)
 
 
 def file_argument(path: Path) -> str:

@@ -1,9 +1,11 @@
 """Which files one ffmpeg run writes for an item, and how: pure planning, no I/O.
 
-The plan is decided from Jellyfin's stream facts alone (no ffprobe): the first video
-stream becomes `video.mp4`, every audio stream becomes `audio/<index>-<lang>.m4a`.
-Streams that already have the target codec are copied, which turns an hour of
-encoding into a minute of remuxing.
+The first real video stream of the file (never cover art) becomes `video.mp4`, every
+audio stream of the file becomes `audio/<index>-<lang>.m4a`, `<index>` being the
+stream's index in the file (see `streams`); sidecars, subtitles, cover art and data are
+skipped with a reason. Streams are copied when that gives a file every player plays:
+H.264 only when 8-bit 4:2:0 with a profile up to High, audio only when AAC. A copy turns
+an hour of encoding into a minute of remuxing; anything else is re-encoded.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mirror.errors import ConfigError, PermanentError
-from mirror.item import MediaItem, MediaStream
+from mirror.errors import ConfigError
+from mirror.item import MediaItem
 from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
+from mirror.transcode.probe import ProbedFile
+from mirror.transcode.streams import FileStream, SkippedStream, select_streams
 
 VideoCodecSetting = Literal["auto", "copy", "libx264"]
 AudioCodecSetting = Literal["auto", "copy", "aac"]
@@ -25,6 +29,11 @@ AUDIO_CODEC_SETTINGS: tuple[str, ...] = ("auto", "copy", "aac")
 # Jellyfin spells codecs the way ffprobe does; "avc" shows up from some older probes.
 _H264_NAMES = frozenset({"h264", "avc", "avc1"})
 _AAC_NAMES = frozenset({"aac"})
+# What every browser and TV decodes: 8-bit 4:2:0 (yuvj420p is its full-range twin).
+_PLAYABLE_PIXEL_FORMATS = frozenset({"yuv420p", "yuvj420p"})
+_PLAYABLE_H264_PROFILES = frozenset({"baseline", "constrained baseline", "main", "high"})
+# AAC in MP4 plays everywhere up to 5.1; more channels are folded down, never up.
+MAX_AUDIO_CHANNELS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +42,17 @@ class VideoOutput:
 
     path: Path
     relative_path: str  # POSIX path under the output directory, also the S3 key suffix
-    stream_index: int
+    stream_index: int  # the stream's index in the file (ffmpeg's), not Jellyfin's Index
+    specifier: str  # `v:N`: its position among the file's video streams (cover art counts)
     codec: str
     source_codec: str | None
     preset: str | None  # x264 settings, None when copying
     crf: int | None
+
+    @property
+    def expected_codec(self) -> str | None:
+        """The codec `video.mp4` must hold (what verification checks)."""
+        return self.source_codec if self.codec == "copy" else "h264"
 
     @property
     def content_type(self) -> str:
@@ -50,12 +65,19 @@ class AudioOutput:
 
     path: Path
     relative_path: str
-    stream_index: int
+    stream_index: int  # the stream's index in the file: the `<index>` of the file name
+    specifier: str  # `a:N`: its position among the file's audio streams
     codec: str
     source_codec: str | None
     language: str | None  # as Jellyfin reported it; written into the file's metadata
     title: str | None
     bitrate: str | None  # AAC bitrate, None when copying
+    channels: int | None = None  # `-ac` when the source has more than AAC should carry
+
+    @property
+    def expected_codec(self) -> str | None:
+        """The codec the `.m4a` must hold (what verification checks)."""
+        return self.source_codec if self.codec == "copy" else "aac"
 
     @property
     def content_type(self) -> str:
@@ -70,8 +92,13 @@ class TranscodePlan:
     output_dir: Path
     video: VideoOutput
     audio: tuple[AudioOutput, ...]
-    duration_s: float | None
+    duration_s: float | None  # the file's (probe), else Jellyfin's RunTimeTicks
     frames_total: int | None  # duration x frame rate; the video percent is counted in frames
+    skipped: tuple[SkippedStream, ...] = ()
+
+    def skipped_json(self) -> list[dict[str, object]]:
+        """The job row's `skipped_streams`."""
+        return [stream.to_json() for stream in self.skipped]
 
     @property
     def outputs(self) -> tuple[VideoOutput | AudioOutput, ...]:
@@ -89,8 +116,14 @@ def plan_transcode(
     x264_preset: str = "veryfast",
     x264_crf: int = 23,
     audio_bitrate: str = "160k",
+    probe: ProbedFile | None = None,
 ) -> TranscodePlan:
-    """Plan the outputs of `item` under `work_dir`; an item without video is permanent."""
+    """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
+
+    `probe` is the downloaded file as ffmpeg reads it: with it the streams are mapped
+    from the file and checked against Jellyfin's list (see `select_streams`); without it
+    (before the download) from Jellyfin's list alone.
+    """
     if video_codec not in VIDEO_CODEC_SETTINGS:
         raise ConfigError(
             f"MIRROR_VIDEO_CODEC must be one of {', '.join(VIDEO_CODEC_SETTINGS)}, "
@@ -101,22 +134,21 @@ def plan_transcode(
             f"MIRROR_AUDIO_CODEC must be one of {', '.join(AUDIO_CODEC_SETTINGS)}, "
             f"not {audio_codec!r}"
         )
-    videos = item.video_streams
-    if not videos:
-        raise PermanentError(f"item {item.id} ({item.name}) has no video stream; nothing to mirror")
-    video_stream = videos[0]
-    video = _plan_video(video_stream, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
+    selection = select_streams(item, probe)
+    video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
     audio = tuple(
         _plan_audio(stream, work_dir, audio_codec, bitrate=audio_bitrate)
-        for stream in item.audio_streams
+        for stream in selection.audio
     )
+    duration_s = probe.duration_s if probe and probe.duration_s else item.duration_s
     return TranscodePlan(
         source=source,
         output_dir=work_dir,
         video=video,
         audio=audio,
-        duration_s=item.duration_s,
-        frames_total=count_frames(item.duration_s, video_stream.frame_rate),
+        duration_s=duration_s,
+        frames_total=count_frames(duration_s, selection.video.frame_rate),
+        skipped=selection.skipped,
     )
 
 
@@ -127,14 +159,30 @@ def count_frames(duration_s: float | None, frame_rate: float | None) -> int | No
     return max(1, round(duration_s * frame_rate))
 
 
+def plays_everywhere(stream: FileStream) -> bool:
+    """H.264 that every browser and TV decodes: 8-bit 4:2:0, profile up to High.
+
+    Unknown facts do not block a copy (Jellyfin and the probe both give them for real
+    files); a known 10-bit, 4:2:2 / 4:4:4 or High 10+ stream is re-encoded.
+    """
+    if not _is(stream.codec, _H264_NAMES):
+        return False
+    if stream.pixel_format is not None and stream.pixel_format not in _PLAYABLE_PIXEL_FORMATS:
+        return False
+    if stream.bit_depth is not None and stream.bit_depth != 8:
+        return False
+    return stream.profile is None or stream.profile.lower() in _PLAYABLE_H264_PROFILES
+
+
 def _plan_video(
-    stream: MediaStream, work_dir: Path, setting: str, *, preset: str, crf: int
+    stream: FileStream, work_dir: Path, setting: str, *, preset: str, crf: int
 ) -> VideoOutput:
-    copy = setting == "copy" or (setting == "auto" and _is(stream.codec, _H264_NAMES))
+    copy = setting == "copy" or (setting == "auto" and plays_everywhere(stream))
     return VideoOutput(
         path=work_dir / VIDEO_FILE_NAME,
         relative_path=VIDEO_FILE_NAME,
         stream_index=stream.index,
+        specifier=stream.specifier,
         codec="copy" if copy else "libx264",
         source_codec=stream.codec,
         preset=None if copy else preset,
@@ -142,19 +190,22 @@ def _plan_video(
     )
 
 
-def _plan_audio(stream: MediaStream, work_dir: Path, setting: str, *, bitrate: str) -> AudioOutput:
+def _plan_audio(stream: FileStream, work_dir: Path, setting: str, *, bitrate: str) -> AudioOutput:
     copy = setting == "copy" or (setting == "auto" and _is(stream.codec, _AAC_NAMES))
+    too_many = stream.channels is not None and stream.channels > MAX_AUDIO_CHANNELS
     file_name = audio_file_name(stream.index, stream.language)
     relative_path = f"{AUDIO_DIR}/{file_name}"
     return AudioOutput(
         path=work_dir / AUDIO_DIR / file_name,
         relative_path=relative_path,
         stream_index=stream.index,
+        specifier=stream.specifier,
         codec="copy" if copy else "aac",
         source_codec=stream.codec,
         language=stream.language,
         title=stream.title,
         bitrate=None if copy else bitrate,
+        channels=MAX_AUDIO_CHANNELS if too_many and not copy else None,
     )
 
 

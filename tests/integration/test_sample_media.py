@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from mirror.testing.library_samples import ShapeKind, sidecar_layout
 from mirror.testing.media import (
     SampleMedia,
     corrupt_copy,
@@ -91,3 +93,52 @@ def test_corrupt_copy_has_the_same_size_and_cannot_be_opened(
     )
     assert result.returncode != 0
     assert b"Invalid data found when processing input" in result.stderr
+
+
+SHAPES = ["cover_art_mp4", "hevc", "h264_10bit", "ac3_51", "no_audio", "short_audio"]
+
+
+@pytest.mark.parametrize("kind", SHAPES)
+def test_library_shapes_are_listed_exactly_as_the_file_holds_them(
+    kind: ShapeKind, library_shape: Callable[[ShapeKind], SampleMedia], ffmpeg_path: str
+) -> None:
+    sample = library_shape(kind)
+
+    described = [s.to_media_stream() for s in describe_streams(sample.path, ffmpeg_path)]
+
+    assert described == list(sample.streams)
+    assert sample.duration_s == pytest.approx(3.0, abs=0.1)
+
+
+def test_cover_art_is_an_embedded_image_after_the_tracks(
+    library_shape: Callable[[ShapeKind], SampleMedia],
+) -> None:
+    streams = library_shape("cover_art_mp4").streams
+
+    assert [(s.index, s.type) for s in streams] == [
+        (0, "Video"),
+        (1, "Audio"),
+        (2, "EmbeddedImage"),
+    ]
+
+
+def test_sidecar_layout_lists_sidecars_first_and_shifts_the_files_streams(
+    sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    layout = sidecar_layout(tmp_path / "Movie", sample_h264_aac)
+
+    streams = layout.sample.streams
+    assert [(s.index, s.type, s.is_external) for s in streams] == [
+        (0, "Subtitle", True),
+        (1, "Audio", True),
+        (2, "Video", False),
+        (3, "Audio", False),
+        (4, "Audio", False),
+        (5, "Subtitle", False),
+    ]
+    assert [Path(s.path or "").name for s in streams[:2]] == [
+        "Movie.en.srt",
+        "Movie.commentary.mka",
+    ]
+    assert all(path.parent == layout.sample.path.parent for path in layout.sidecars)
+    assert layout.sample.path.name == "Movie.mkv"

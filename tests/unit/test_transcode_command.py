@@ -72,10 +72,10 @@ def test_every_output_maps_exactly_its_stream() -> None:
         for name, args in outputs.items()
     }
     assert maps == {
-        "video.mp4": ["0:0"],
-        "audio/1-eng.m4a": ["0:1"],
-        "audio/2-fre.m4a": ["0:2"],
-        "audio/4-und.m4a": ["0:4"],
+        "video.mp4": ["0:v:0"],
+        "audio/1-eng.m4a": ["0:a:0"],
+        "audio/2-fre.m4a": ["0:a:1"],
+        "audio/4-und.m4a": ["0:a:2"],
     }
 
 
@@ -150,3 +150,14 @@ def test_relative_paths_cannot_be_read_as_protocols() -> None:
 
     assert option(command, "-i") == "file:http:evil.mkv"
     assert command[-1] == "file:out/video.mp4"
+
+
+def test_audio_with_more_than_six_channels_is_folded_to_six_and_never_upmixed() -> None:
+    surround = MediaStream(index=1, type="Audio", codec="truehd", channels=8, language="eng")
+    stereo = MediaStream(index=2, type="Audio", codec="ac3", channels=2, language="fre")
+    plan = make_plan(H264, surround, stereo)
+
+    outputs = output_args(build_command(plan, FFMPEG), plan)
+
+    assert option(outputs["audio/1-eng.m4a"], "-ac") == "6"
+    assert "-ac" not in outputs["audio/2-fre.m4a"]

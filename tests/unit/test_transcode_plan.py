@@ -177,3 +177,59 @@ def test_content_types() -> None:
 
     assert plan.video.content_type == "video/mp4"
     assert plan.audio[0].content_type == "audio/mp4"
+
+
+@pytest.mark.parametrize(
+    ("codec", "pixel_format", "profile", "bit_depth", "copied"),
+    [
+        ("h264", "yuv420p", "High", 8, True),
+        ("h264", "yuvj420p", "Main", 8, True),
+        ("h264", "yuv420p", "Constrained Baseline", None, True),
+        ("h264", None, None, None, True),  # nothing known against it
+        ("h264", "yuv420p10le", "High 10", 10, False),
+        ("h264", "yuv422p", "High 4:2:2", 8, False),
+        ("h264", "yuv444p", "High 4:4:4 Predictive", 8, False),
+        ("h264", None, None, 10, False),
+        ("hevc", "yuv420p", "Main", 8, False),
+        ("av1", "yuv420p", "Main", 8, False),
+        ("vc1", "yuv420p", "Advanced", 8, False),
+        ("mpeg2video", "yuv420p", "Main", 8, False),
+    ],
+)
+def test_auto_copies_only_h264_that_plays_everywhere(
+    codec: str, pixel_format: str | None, profile: str | None, bit_depth: int | None, copied: bool
+) -> None:
+    stream = MediaStream(
+        index=0, type="Video", codec=codec, pixel_format=pixel_format, profile=profile,
+        bit_depth=bit_depth,
+    )  # fmt: skip
+
+    plan = plan_transcode(make_item(stream), WORK, SOURCE)
+
+    assert plan.video.codec == ("copy" if copied else "libx264")
+    assert plan.video.expected_codec == (codec if copied else "h264")
+
+
+@pytest.mark.parametrize(
+    ("codec", "channels", "expected"),
+    [
+        ("aac", 2, ("copy", None)),
+        ("aac", 8, ("copy", None)),  # AAC is copied as it is
+        ("ac3", 6, ("aac", None)),
+        ("eac3", 8, ("aac", 6)),
+        ("dts", 8, ("aac", 6)),
+        ("truehd", 8, ("aac", 6)),
+        ("flac", 2, ("aac", None)),
+        ("opus", 1, ("aac", None)),  # never upmixed
+        ("mp3", 2, ("aac", None)),
+    ],
+)
+def test_auto_audio_becomes_aac_with_at_most_six_channels(
+    codec: str, channels: int, expected: tuple[str, int | None]
+) -> None:
+    stream = MediaStream(index=1, type="Audio", codec=codec, channels=channels)
+
+    (track,) = plan_transcode(make_item(video(), stream), WORK, SOURCE).audio
+
+    assert (track.codec, track.channels) == expected
+    assert track.expected_codec == (codec if expected[0] == "copy" else "aac")

@@ -1,0 +1,110 @@
+"""Read every output back before anything is uploaded: no bad output is ever marked done.
+
+ffmpeg exiting 0 says little about what it wrote: a wrong `-map` gives a `video.mp4`
+holding an audio track, an audio track that ends early gives a short `.m4a`. Each
+output is probed (`ffmpeg -i`, headers only, all outputs in one run) and must hold
+exactly one stream of the right kind and planned codec, and last as long as the source
+within max(1 s, 1 %). A mismatch is permanent (the same file gives the same outputs)
+and names the output and what is wrong. The facts read here go on the job row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mirror.errors import PermanentError
+from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+from mirror.transcode.probe import ProbedFile, probe_own_outputs
+
+_SAME_CODEC = {"avc": "h264", "avc1": "h264"}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedOutput:
+    """What one output holds, as read back from the file."""
+
+    relative_path: str
+    codec: str
+    duration_s: float | None
+    width: int | None = None
+    height: int | None = None
+
+    def video_json(self, key: str) -> dict[str, Any]:
+        """The job row's `video` facts (size and sha256 are added by the upload)."""
+        return {
+            "key": key,
+            "codec": self.codec,
+            "width": self.width,
+            "height": self.height,
+            "duration_s": self.duration_s,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedOutputs:
+    video: VerifiedOutput
+    audio: tuple[VerifiedOutput, ...]  # in the plan's order
+
+
+def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
+    """Probe and check every output of `plan`; PermanentError on the first mismatch."""
+    probed = probe_own_outputs([output.path for output in plan.outputs], ffmpeg_path)
+    video, *audio = (
+        check_output(output, found, plan.duration_s)
+        for output, found in zip(plan.outputs, probed, strict=True)
+    )
+    return VerifiedOutputs(video=video, audio=tuple(audio))
+
+
+def duration_tolerance(source_s: float) -> float:
+    """How far an output's duration may be from the source's: max(1 s, 1 %)."""
+    return max(1.0, source_s * 0.01)
+
+
+def check_output(
+    output: VideoOutput | AudioOutput, probed: ProbedFile, source_duration_s: float | None
+) -> VerifiedOutput:
+    """The facts of one output, or PermanentError naming it and what is wrong."""
+    name = output.relative_path
+    kind = "Video" if isinstance(output, VideoOutput) else "Audio"
+    streams = probed.streams
+    if len(streams) != 1 or streams[0].type != kind or streams[0].attached_pic:
+        held = ", ".join(_describe(s.type, s.codec, s.attached_pic) for s in streams) or "nothing"
+        raise PermanentError(
+            f"verify: {name} must hold exactly one {kind.lower()} stream, it holds {held}"
+        )
+    (stream,) = streams
+    expected = output.expected_codec
+    if expected is not None and _codec(stream.codec) != _codec(expected):
+        raise PermanentError(
+            f"verify: {name} holds {stream.codec} {kind.lower()}, the plan says {expected}"
+        )
+    duration = probed.duration_s
+    if source_duration_s is not None:
+        if duration is None:
+            raise PermanentError(
+                f"verify: {name} has no duration (the source lasts {source_duration_s:.2f}s)"
+            )
+        allowed = duration_tolerance(source_duration_s)
+        if abs(duration - source_duration_s) > allowed:
+            raise PermanentError(
+                f"verify: {name} lasts {duration:.2f}s, the source {source_duration_s:.2f}s "
+                f"(more than {allowed:.2f}s apart)"
+            )
+    return VerifiedOutput(
+        relative_path=name,
+        codec=stream.codec,
+        duration_s=duration,
+        width=stream.width,
+        height=stream.height,
+    )
+
+
+def _codec(name: str) -> str:
+    lowered = name.lower()
+    return _SAME_CODEC.get(lowered, lowered)
+
+
+def _describe(kind: str, codec: str, attached_pic: bool) -> str:
+    return f"cover art ({codec})" if attached_pic else f"{kind.lower()} ({codec})"
