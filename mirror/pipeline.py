@@ -7,11 +7,12 @@ order they run, where the files go, and when the lease is checked.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mirror.checksums import FileDigest
 from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
@@ -47,7 +48,7 @@ class ObjectStore(Protocol):
 
     def upload_files(
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> None: ...
+    ) -> Mapping[str, FileDigest]: ...
 
 
 class JobFinisher(Protocol):
@@ -60,6 +61,7 @@ class JobFinisher(Protocol):
         *,
         video_key: str,
         audio_keys: Sequence[dict[str, Any]],
+        video: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
     ) -> Fence: ...
 
@@ -113,13 +115,18 @@ class MirrorPipeline:
             # A worker paused past stale_timeout finds out here, before writing to S3.
             heartbeat.checkpoint()
             self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
-            self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            digests = self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            # Size and SHA-256 as read while uploading: what S3 holds, byte for byte.
+            video = {"key": uploads[0].key, **digests[uploads[0].key].facts()}
+            for entry in audio_entries:
+                entry.update(digests[entry["key"]].facts())
 
             fence = self.jobs.mark_done(
                 lease.job_id,
                 lease.token,
                 video_key=uploads[0].key,
                 audio_keys=audio_entries,
+                video=video,
                 progress=heartbeat.progress_json(),
             )
         if fence is Fence.CANCELLED:
