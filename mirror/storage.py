@@ -25,16 +25,19 @@ from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    NoCredentialsError,
-    ParamValidationError,
-    PartialCredentialsError,
 )
 from s3transfer.manager import TransferConfig, TransferManager
 
-from mirror.checksums import PART_CHECKSUM_ALGORITHM, FileDigest, HashingReader
-from mirror.errors import ConfigError, MirrorError, PermanentError, TransientError
+from mirror.checksums import (
+    PART_CHECKSUM_ALGORITHM,
+    FileDigest,
+    HashingReader,
+    IncompleteDigest,
+)
+from mirror.errors import ConfigError, MirrorError, TransientError
 from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
 from mirror.progress import AbortSignal, ProgressCallback
+from mirror.s3_errors import error_code, http_status, translate_error
 from mirror.upload_run import RunSubscriber, UploadRun
 
 if TYPE_CHECKING:
@@ -84,34 +87,6 @@ class ObjectInfo:
 
 
 # --- storage -----------------------------------------------------------------------
-
-_DENIED_CODES = frozenset(
-    {
-        "AccessDenied",
-        "403",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AllAccessDisabled",
-        "AccountProblem",
-        "ExpiredToken",
-        "InvalidToken",
-        "InvalidSecurity",
-    }
-)
-# 4xx codes that a later attempt can get past (a 4xx is otherwise permanent).
-# BadDigest / XAmzContentSHA256Mismatch: S3 found a part damaged on the way; the file on
-# disk is intact, so sending it again can succeed.
-_RETRYABLE_4XX_CODES = frozenset(
-    {
-        "RequestTimeout",
-        "RequestTimeTooSkewed",
-        "NoSuchUpload",
-        "OperationAborted",
-        "SlowDown",
-        "BadDigest",
-        "XAmzContentSHA256Mismatch",
-    }
-)
 
 
 class S3Storage:
@@ -212,9 +187,12 @@ class S3Storage:
             raise self._translate(run.first_failure, "upload") from run.first_failure
         if not finished:  # cannot happen without a stop or failure; kept as a guard
             raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
-        digests = {
-            upload.key: reader.digest() for upload, reader in zip(uploads, readers, strict=True)
-        }
+        try:
+            digests = {
+                upload.key: reader.digest() for upload, reader in zip(uploads, readers, strict=True)
+            }
+        except IncompleteDigest as exc:  # e.g. the file changed size while it was sent
+            raise TransientError(f"S3 upload cannot be vouched for: {exc}") from exc
         on_progress(run.snapshot(total))
         log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
         return digests
@@ -320,7 +298,7 @@ class S3Storage:
         try:
             response = self._client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if _status_of(exc) == 404:
+            if http_status(exc) == 404:
                 return None
             raise self._translate(exc, "head") from exc
         except BotoCoreError as exc:
@@ -331,45 +309,14 @@ class S3Storage:
         try:
             self._client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
         except ClientError as exc:
-            if _code_of(exc) == "NoSuchUpload":
+            if error_code(exc) == "NoSuchUpload":
                 return False  # finished or aborted meanwhile: nothing left to clean
             raise
         return True
 
     def _translate(self, exc: BaseException, action: str) -> MirrorError:
-        """One clear error kind and line for whatever boto3/s3transfer raised."""
-        if isinstance(exc, MirrorError):
-            return exc
-        if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
-            where = f" {exc.filename}" if exc.filename else ""
-            return TransientError(f"S3 {action} failed: cannot read{where}: {exc.strerror}")
-        if isinstance(exc, ClientError):
-            code, status = _code_of(exc), _status_of(exc)
-            if code == "NoSuchBucket" or (action == "bucket check" and status == 404):
-                return PermanentError(f"S3 bucket '{self.bucket}' does not exist")
-            if code in _DENIED_CODES or status == 403:
-                named = f"{code}; " if code and not code.isdigit() else ""
-                return PermanentError(
-                    f"S3 denied access to bucket '{self.bucket}' "
-                    f"({named}check the credentials and policy)"
-                )
-            if code in ("301", "PermanentRedirect"):
-                return PermanentError(
-                    f"S3 bucket '{self.bucket}' is not in region '{self.region}' "
-                    f"(endpoint {self.endpoint_url})"
-                )
-            if status is not None and 400 <= status < 500 and code not in _RETRYABLE_4XX_CODES:
-                return PermanentError(f"S3 rejected the {action}: {_reason_of(exc)}")
-        if isinstance(exc, NoCredentialsError | PartialCredentialsError):
-            return PermanentError(f"S3 credentials are missing or incomplete: {exc}")
-        if isinstance(exc, ParamValidationError):
-            return PermanentError(f"S3 rejected the {action}: {_reason_of(exc)}")
-        if isinstance(exc, BotoCoreError) and action == "bucket check":
-            return TransientError(
-                f"S3 endpoint {self.endpoint_url} is unreachable: {_reason_of(exc)}"
-            )
-        return TransientError(
-            f"S3 {action} failed: {_reason_of(exc)} (endpoint {self.endpoint_url})"
+        return translate_error(
+            exc, action, bucket=self.bucket, region=self.region, endpoint_url=self.endpoint_url
         )
 
 
@@ -396,21 +343,3 @@ def _shut_down(manager: TransferManager, *, wait: bool, then: Callable[[], None]
 def _close_all(readers: Sequence[HashingReader]) -> None:
     for reader in readers:
         reader.close()
-
-
-def _code_of(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status_of(exc: ClientError) -> int | None:
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return int(status) if status is not None else None
-
-
-def _reason_of(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        message = exc.response.get("Error", {}).get("Message", "")
-        reason = f"{_code_of(exc) or _status_of(exc)} {message}".strip()
-    else:
-        reason = str(exc) or type(exc).__name__
-    return reason if len(reason) <= 200 else reason[:197] + "..."
