@@ -137,10 +137,14 @@ class S3Storage:
         )
         self._client: S3Client = session.client("s3", endpoint_url=endpoint_url, config=config)
         self.endpoint_url: str = self._client.meta.endpoint_url
+        # Files go up as file objects (see checksums.py), which s3transfer reads into
+        # memory part by part: at most max_in_memory_upload_chunks parts per job, one
+        # per request thread plus two read ahead (8 + 2 parts of 16 MiB at the defaults).
         self._transfer_config = TransferConfig(
             multipart_threshold=part_size,
             multipart_chunksize=part_size,
             max_request_concurrency=max_concurrency,
+            max_in_memory_upload_chunks=max_concurrency + 2,
         )
 
     def __repr__(self) -> str:
