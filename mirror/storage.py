@@ -22,10 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 from s3transfer.manager import TransferConfig, TransferManager
 
 from mirror.checksums import (
