@@ -7,11 +7,12 @@ order they run, where the files go, and when the lease is checked.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mirror.checksums import FileDigest
 from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
@@ -56,7 +57,7 @@ class ObjectStore(Protocol):
 
     def upload_files(
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> None: ...
+    ) -> Mapping[str, FileDigest]: ...
 
 
 class JobFinisher(Protocol):
@@ -137,7 +138,14 @@ class MirrorPipeline:
             heartbeat.checkpoint()
             stale_keys = [upload.key for upload in uploads]
             abortably(heartbeat.abort, lambda: self.store.abort_stale_multipart_uploads(stale_keys))
-            self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            digests = self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            # Size and SHA-256 as read while uploading: what S3 holds, byte for byte.
+            video = {
+                **verified.video.video_json(uploads[0].key),
+                **digests[uploads[0].key].facts(),
+            }
+            for entry in audio_entries:
+                entry.update(digests[entry["key"]].facts())
 
             # Every output is in S3 now: a Postgres blip must not cost the attempt, so the
             # fenced statement is retried for as long as the lease holds.
@@ -147,7 +155,7 @@ class MirrorPipeline:
                     lease.token,
                     video_key=uploads[0].key,
                     audio_keys=audio_entries,
-                    video=verified.video.video_json(uploads[0].key),
+                    video=video,
                     skipped_streams=plan.skipped_json(),
                     source=item.source_json(),
                     progress=heartbeat.progress_json(),

@@ -3,7 +3,9 @@
 Keys are a pure function of prefix, item and stream, so a retried job overwrites its
 earlier objects instead of forking new ones. Uploads go through one s3transfer
 `TransferManager` per job (multipart, parallel parts, parallel files); its threads report
-byte deltas that this module sums and hands to the job's progress callback. Every
+byte deltas that this module sums and hands to the job's progress callback. Each file is
+read through a `HashingReader`, so the upload yields its size and SHA-256 without a
+second pass, and every part carries a CRC32 that S3 checks before storing it. Every
 failure leaves here as a `PermanentError` or `TransientError` with a short message.
 """
 
@@ -13,25 +15,26 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    NoCredentialsError,
-    ParamValidationError,
-    PartialCredentialsError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 from s3transfer.manager import TransferConfig, TransferManager
 
-from mirror.errors import ConfigError, MirrorError, PermanentError, TransientError
+from mirror.checksums import (
+    PART_CHECKSUM_ALGORITHM,
+    FileDigest,
+    HashingReader,
+    IncompleteDigest,
+)
+from mirror.errors import ConfigError, MirrorError, TransientError
 from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
 from mirror.progress import AbortSignal, ProgressCallback
+from mirror.s3_errors import error_code, http_status, translate_error
 from mirror.upload_run import RunSubscriber, UploadRun
 
 if TYPE_CHECKING:
@@ -82,24 +85,6 @@ class ObjectInfo:
 
 # --- storage -----------------------------------------------------------------------
 
-_DENIED_CODES = frozenset(
-    {
-        "AccessDenied",
-        "403",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AllAccessDisabled",
-        "AccountProblem",
-        "ExpiredToken",
-        "InvalidToken",
-        "InvalidSecurity",
-    }
-)
-# 4xx codes that a later attempt can get past (a 4xx is otherwise permanent).
-_RETRYABLE_4XX_CODES = frozenset(
-    {"RequestTimeout", "RequestTimeTooSkewed", "NoSuchUpload", "OperationAborted", "SlowDown"}
-)
-
 
 class S3Storage:
     """One bucket on one endpoint; a boto3 client shared by all uploads (thread-safe).
@@ -149,10 +134,14 @@ class S3Storage:
         )
         self._client: S3Client = session.client("s3", endpoint_url=endpoint_url, config=config)
         self.endpoint_url: str = self._client.meta.endpoint_url
+        # Files go up as file objects (see checksums.py), which s3transfer reads into
+        # memory part by part: at most max_in_memory_upload_chunks parts per job, one
+        # per request thread plus two read ahead (8 + 2 parts of 16 MiB at the defaults).
         self._transfer_config = TransferConfig(
             multipart_threshold=part_size,
             multipart_chunksize=part_size,
             max_request_concurrency=max_concurrency,
+            max_in_memory_upload_chunks=max_concurrency + 2,
         )
 
     def __repr__(self) -> str:
@@ -171,31 +160,74 @@ class S3Storage:
 
     def upload_files(
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> None:
-        """Upload all files in parallel; returns once every object is complete.
+    ) -> dict[str, FileDigest]:
+        """Upload all files in parallel; once every object is complete, return the size
+        and SHA-256 of each file by key, taken from the bytes the upload read.
 
         Raises the progress callback's exception or the abort reason when either
         stops the run (multipart uploads already begun are aborted by s3transfer).
         """
         abort.raise_if_set()
-        total = sum(self._size_of(upload.path) for upload in uploads)
+        readers = self._open_all(uploads)
+        release = functools.partial(_close_all, readers)
+        total = sum(reader.size for reader in readers)
         run = UploadRun(total, len(uploads), on_progress)
-        on_progress(run.snapshot(0))
+        try:
+            on_progress(run.snapshot(0))
+        except BaseException:
+            release()
+            raise
         if not uploads:
-            return
+            return {}
         log.info("uploading %d files (%d bytes) to s3://%s", len(uploads), total, self.bucket)
+        finished = self._transfer(uploads, readers, run, abort, release)
+        if run.callback_error is not None:
+            raise run.callback_error
+        abort.raise_if_set()
+        if run.first_failure is not None:
+            raise self._translate(run.first_failure, "upload") from run.first_failure
+        if not finished:  # cannot happen without a stop or failure; kept as a guard
+            raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
+        try:
+            digests = {
+                upload.key: reader.digest() for upload, reader in zip(uploads, readers, strict=True)
+            }
+        except IncompleteDigest as exc:  # e.g. the file changed size while it was sent
+            raise TransientError(f"S3 upload cannot be vouched for: {exc}") from exc
+        on_progress(run.snapshot(total))
+        log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
+        return digests
+
+    def _transfer(
+        self,
+        uploads: Sequence[Upload],
+        readers: Sequence[HashingReader],
+        run: UploadRun,
+        abort: AbortSignal,
+        release: Callable[[], None],
+    ) -> bool:
+        """Submit every file to one TransferManager and wait; True once all are done.
+
+        `release` runs once the manager has shut down, which may be later, in the
+        background, when threads are still stuck in a socket call.
+        """
         manager = TransferManager(self._client, self._transfer_config)
         unregister = abort.on_abort(run.stop)
         finished = False
         submitted = 0
         try:
             subscriber = RunSubscriber(run)
-            for upload in uploads:
+            for upload, reader in zip(uploads, readers, strict=True):
                 future = manager.upload(
-                    str(upload.path),
+                    # A file object, not a path: s3transfer then reads each file once,
+                    # in order, in one thread, which lets HashingReader see every byte.
+                    cast(IO[Any], reader),
                     self.bucket,
                     upload.key,
-                    extra_args={"ContentType": upload.content_type},
+                    extra_args={
+                        "ContentType": upload.content_type,
+                        "ChecksumAlgorithm": PART_CHECKSUM_ALGORITHM,
+                    },
                     subscribers=[subscriber],
                 )
                 submitted += 1
@@ -209,16 +241,23 @@ class S3Storage:
             raise
         finally:
             unregister()
-            _shut_down(manager, wait=finished)
-        if run.callback_error is not None:
-            raise run.callback_error
-        abort.raise_if_set()
-        if run.first_failure is not None:
-            raise self._translate(run.first_failure, "upload") from run.first_failure
-        if not finished:  # cannot happen without a stop or failure; kept as a guard
-            raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
-        on_progress(run.snapshot(total))
-        log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
+            _shut_down(manager, wait=finished, then=release)
+        return finished
+
+    def _open_all(self, uploads: Sequence[Upload]) -> list[HashingReader]:
+        readers: list[HashingReader] = []
+        try:
+            for upload in uploads:
+                readers.append(HashingReader.open(upload.path))
+        except OSError as exc:
+            _close_all(readers)
+            raise TransientError(
+                f"S3 upload failed: cannot read {exc.filename}: {exc.strerror}"
+            ) from exc
+        except BaseException:
+            _close_all(readers)
+            raise
+        return readers
 
     def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int:
         """Abort unfinished multipart uploads of exactly these keys; return how many.
@@ -260,7 +299,7 @@ class S3Storage:
         try:
             response = self._client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if _status_of(exc) == 404:
+            if http_status(exc) == 404:
                 return None
             raise self._translate(exc, "head") from exc
         except BotoCoreError as exc:
@@ -271,77 +310,37 @@ class S3Storage:
         try:
             self._client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
         except ClientError as exc:
-            if _code_of(exc) == "NoSuchUpload":
+            if error_code(exc) == "NoSuchUpload":
                 return False  # finished or aborted meanwhile: nothing left to clean
             raise
         return True
 
-    def _size_of(self, path: Path) -> int:
-        try:
-            return path.stat().st_size
-        except OSError as exc:
-            raise TransientError(f"S3 upload failed: cannot read {path}: {exc.strerror}") from exc
-
     def _translate(self, exc: BaseException, action: str) -> MirrorError:
-        """One clear error kind and line for whatever boto3/s3transfer raised."""
-        if isinstance(exc, MirrorError):
-            return exc
-        if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
-            where = f" {exc.filename}" if exc.filename else ""
-            return TransientError(f"S3 {action} failed: cannot read{where}: {exc.strerror}")
-        if isinstance(exc, ClientError):
-            code, status = _code_of(exc), _status_of(exc)
-            if code == "NoSuchBucket" or (action == "bucket check" and status == 404):
-                return PermanentError(f"S3 bucket '{self.bucket}' does not exist")
-            if code in _DENIED_CODES or status == 403:
-                named = f"{code}; " if code and not code.isdigit() else ""
-                return PermanentError(
-                    f"S3 denied access to bucket '{self.bucket}' "
-                    f"({named}check the credentials and policy)"
-                )
-            if code in ("301", "PermanentRedirect"):
-                return PermanentError(
-                    f"S3 bucket '{self.bucket}' is not in region '{self.region}' "
-                    f"(endpoint {self.endpoint_url})"
-                )
-            if status is not None and 400 <= status < 500 and code not in _RETRYABLE_4XX_CODES:
-                return PermanentError(f"S3 rejected the {action}: {_reason_of(exc)}")
-        if isinstance(exc, NoCredentialsError | PartialCredentialsError):
-            return PermanentError(f"S3 credentials are missing or incomplete: {exc}")
-        if isinstance(exc, ParamValidationError):
-            return PermanentError(f"S3 rejected the {action}: {_reason_of(exc)}")
-        if isinstance(exc, BotoCoreError) and action == "bucket check":
-            return TransientError(
-                f"S3 endpoint {self.endpoint_url} is unreachable: {_reason_of(exc)}"
-            )
-        return TransientError(
-            f"S3 {action} failed: {_reason_of(exc)} (endpoint {self.endpoint_url})"
+        return translate_error(
+            exc, action, bucket=self.bucket, region=self.region, endpoint_url=self.endpoint_url
         )
 
 
-def _shut_down(manager: TransferManager, *, wait: bool) -> None:
+def _shut_down(manager: TransferManager, *, wait: bool, then: Callable[[], None]) -> None:
     if wait:
-        manager.shutdown()
+        try:
+            manager.shutdown()
+        finally:
+            then()
         return
+
     # Threads still stuck in a socket call: let them finish (and s3transfer abort the
-    # multipart uploads) in the background instead of holding up the job.
-    shutdown = functools.partial(manager.shutdown, cancel=True)
+    # multipart uploads) in the background instead of holding up the job; the files
+    # they read stay open until then.
+    def shutdown() -> None:
+        try:
+            manager.shutdown(cancel=True)
+        finally:
+            then()
+
     threading.Thread(target=shutdown, name="s3-shutdown", daemon=True).start()
 
 
-def _code_of(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status_of(exc: ClientError) -> int | None:
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return int(status) if status is not None else None
-
-
-def _reason_of(exc: BaseException) -> str:
-    if isinstance(exc, ClientError):
-        message = exc.response.get("Error", {}).get("Message", "")
-        reason = f"{_code_of(exc) or _status_of(exc)} {message}".strip()
-    else:
-        reason = str(exc) or type(exc).__name__
-    return reason if len(reason) <= 200 else reason[:197] + "..."
+def _close_all(readers: Sequence[HashingReader]) -> None:
+    for reader in readers:
+        reader.close()

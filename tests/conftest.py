@@ -5,6 +5,7 @@ pytest_plugins = [
     "tests.fixtures.media",
     "tests.fixtures.jellyfin",
     "tests.fixtures.s3",
+    "tests.fixtures.s3_checksums",
     "tests.fixtures.stack",
     "tests.fixtures.tcp_proxy",
 ]
