@@ -40,7 +40,7 @@ app.add_typer(db_app, name="db")
 
 # Piped output (scripts, CI logs) gets a wide table instead of an 80-column squeeze.
 stdout = Console(width=None if sys.stdout.isatty() else 160)
-STATUSES = ("new", "processing", "done", "failed", "cancelled")
+STATUSES = ("new", "processing", "done", "failed", "cancelled", "removed")
 
 
 class UsageProblem(MirrorError):
