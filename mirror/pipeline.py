@@ -17,6 +17,7 @@ from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
 from mirror.progress import AbortSignal, ProgressCallback
+from mirror.sources import require_media_file
 from mirror.storage import Upload, audio_key, video_key
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
 from mirror.workspace import Workspace
@@ -60,6 +61,7 @@ class JobFinisher(Protocol):
         *,
         video_key: str,
         audio_keys: Sequence[dict[str, Any]],
+        source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
     ) -> Fence: ...
 
@@ -88,6 +90,8 @@ class MirrorPipeline:
 
     def __call__(self, lease: Lease, heartbeat: Heartbeat) -> None:
         item = self.media.get_item(lease.job.item_id)
+        # A .strm, a disc image, a missing episode or a folder is never downloaded.
+        require_media_file(item.id, item.name, item)
         # Fail fast on a missing or forbidden bucket, before spending an hour downloading.
         self.store.check_bucket()
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
@@ -120,6 +124,7 @@ class MirrorPipeline:
                 lease.token,
                 video_key=uploads[0].key,
                 audio_keys=audio_entries,
+                source=item.source_json(),
                 progress=heartbeat.progress_json(),
             )
         if fence is Fence.CANCELLED:
