@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,10 +17,12 @@ from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
+from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.sources import require_media_file
-from mirror.storage import Upload, audio_key, video_key
+from mirror.storage import Upload, audio_key, manifest_key, video_key
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
+from mirror.versions import ffmpeg_version, mirror_version
 from mirror.workspace import Workspace
 
 
@@ -50,6 +53,8 @@ class ObjectStore(Protocol):
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
     ) -> None: ...
 
+    def put_bytes(self, key: str, body: bytes, content_type: str) -> None: ...
+
 
 class JobFinisher(Protocol):
     """The fenced 'done' statement (JobRepository)."""
@@ -63,6 +68,7 @@ class JobFinisher(Protocol):
         audio_keys: Sequence[dict[str, Any]],
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
+        manifest_key: str | None = None,
     ) -> Fence: ...
 
 
@@ -118,6 +124,9 @@ class MirrorPipeline:
             heartbeat.checkpoint()
             self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
             self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            # Last object, after every output: its presence marks a complete mirror.
+            video = {"key": uploads[0].key, "codec": "h264", "duration_s": item.duration_s}
+            manifest = self._write_manifest(lease, item, video, audio_entries)
 
             fence = self.jobs.mark_done(
                 lease.job_id,
@@ -126,11 +135,36 @@ class MirrorPipeline:
                 audio_keys=audio_entries,
                 source=item.source_json(),
                 progress=heartbeat.progress_json(),
+                manifest_key=manifest,
             )
         if fence is Fence.CANCELLED:
             raise JobCancelled("job was cancelled while its outputs were uploading")
         if fence is Fence.LEASE_LOST:
             raise LeaseLost("lease lost before the job could be marked done")
+
+    def _write_manifest(
+        self,
+        lease: Lease,
+        item: MediaItem,
+        video: dict[str, Any],
+        audio: Sequence[dict[str, Any]],
+    ) -> str:
+        """Put `<prefix>/<item_id>/manifest.json`; returns its key for the row."""
+        manifest = build_manifest(
+            item_id=item.id,
+            name=item.name,
+            source=item.source_json(),
+            video=video,
+            audio=audio,
+            job_id=lease.job_id,
+            attempt=lease.job.attempts,
+            mirrored_at=datetime.now(UTC),
+            mirror_version=mirror_version(),
+            ffmpeg_version=ffmpeg_version(self.transcode.ffmpeg_path),
+        )
+        key = manifest_key(self.s3_prefix, item.id)
+        self.store.put_bytes(key, encode_manifest(manifest), MANIFEST_CONTENT_TYPE)
+        return key
 
     def _plan(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
         options = self.transcode
