@@ -7,12 +7,13 @@ order they run, where the files go, and when the lease is checked.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from mirror.checksums import FileDigest
 from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost
 from mirror.heartbeat import Heartbeat
@@ -51,7 +52,7 @@ class ObjectStore(Protocol):
 
     def upload_files(
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> None: ...
+    ) -> Mapping[str, FileDigest]: ...
 
     def put_bytes(self, key: str, body: bytes, content_type: str) -> None: ...
 
@@ -67,6 +68,7 @@ class JobFinisher(Protocol):
         video_key: str,
         audio_keys: Sequence[dict[str, Any]],
         source: dict[str, Any] | None = None,
+        video: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
         manifest_key: str | None = None,
     ) -> Fence: ...
@@ -123,9 +125,12 @@ class MirrorPipeline:
             # A worker paused past stale_timeout finds out here, before writing to S3.
             heartbeat.checkpoint()
             self.store.abort_stale_multipart_uploads([upload.key for upload in uploads])
-            self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            digests = self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
+            # Size and SHA-256 as read while uploading: what S3 holds, byte for byte.
+            video = {"key": uploads[0].key, **digests[uploads[0].key].facts()}
+            for entry in audio_entries:
+                entry.update(digests[entry["key"]].facts())
             # Last object, after every output: its presence marks a complete mirror.
-            video = {"key": uploads[0].key, "codec": "h264", "duration_s": item.duration_s}
             manifest = self._write_manifest(lease, item, video, audio_entries)
 
             fence = self.jobs.mark_done(
@@ -134,6 +139,7 @@ class MirrorPipeline:
                 video_key=uploads[0].key,
                 audio_keys=audio_entries,
                 source=item.source_json(),
+                video=video,
                 progress=heartbeat.progress_json(),
                 manifest_key=manifest,
             )

@@ -3,7 +3,9 @@
 Keys are a pure function of prefix, item and stream, so a retried job overwrites its
 earlier objects instead of forking new ones. Uploads go through one s3transfer
 `TransferManager` per job (multipart, parallel parts, parallel files); its threads report
-byte deltas that this module sums and hands to the job's progress callback. Every
+byte deltas that this module sums and hands to the job's progress callback. Each file is
+read through a `HashingReader`, so the upload yields its size and SHA-256 without a
+second pass, and every part carries a CRC32 that S3 checks before storing it. Every
 failure leaves here as a `PermanentError` or `TransientError` with a short message.
 """
 
@@ -13,10 +15,10 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.config import Config
@@ -29,6 +31,7 @@ from botocore.exceptions import (
 )
 from s3transfer.manager import TransferConfig, TransferManager
 
+from mirror.checksums import PART_CHECKSUM_ALGORITHM, FileDigest, HashingReader
 from mirror.errors import ConfigError, MirrorError, PermanentError, TransientError
 from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
 from mirror.progress import AbortSignal, ProgressCallback
@@ -106,8 +109,18 @@ _DENIED_CODES = frozenset(
     }
 )
 # 4xx codes that a later attempt can get past (a 4xx is otherwise permanent).
+# BadDigest / XAmzContentSHA256Mismatch: S3 found a part damaged on the way; the file on
+# disk is intact, so sending it again can succeed.
 _RETRYABLE_4XX_CODES = frozenset(
-    {"RequestTimeout", "RequestTimeTooSkewed", "NoSuchUpload", "OperationAborted", "SlowDown"}
+    {
+        "RequestTimeout",
+        "RequestTimeTooSkewed",
+        "NoSuchUpload",
+        "OperationAborted",
+        "SlowDown",
+        "BadDigest",
+        "XAmzContentSHA256Mismatch",
+    }
 )
 
 
@@ -181,31 +194,71 @@ class S3Storage:
 
     def upload_files(
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> None:
-        """Upload all files in parallel; returns once every object is complete.
+    ) -> dict[str, FileDigest]:
+        """Upload all files in parallel; once every object is complete, return the size
+        and SHA-256 of each file by key, taken from the bytes the upload read.
 
         Raises the progress callback's exception or the abort reason when either
         stops the run (multipart uploads already begun are aborted by s3transfer).
         """
         abort.raise_if_set()
-        total = sum(self._size_of(upload.path) for upload in uploads)
+        readers = self._open_all(uploads)
+        release = functools.partial(_close_all, readers)
+        total = sum(reader.size for reader in readers)
         run = UploadRun(total, len(uploads), on_progress)
-        on_progress(run.snapshot(0))
+        try:
+            on_progress(run.snapshot(0))
+        except BaseException:
+            release()
+            raise
         if not uploads:
-            return
+            return {}
         log.info("uploading %d files (%d bytes) to s3://%s", len(uploads), total, self.bucket)
+        finished = self._transfer(uploads, readers, run, abort, release)
+        if run.callback_error is not None:
+            raise run.callback_error
+        abort.raise_if_set()
+        if run.first_failure is not None:
+            raise self._translate(run.first_failure, "upload") from run.first_failure
+        if not finished:  # cannot happen without a stop or failure; kept as a guard
+            raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
+        digests = {
+            upload.key: reader.digest() for upload, reader in zip(uploads, readers, strict=True)
+        }
+        on_progress(run.snapshot(total))
+        log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
+        return digests
+
+    def _transfer(
+        self,
+        uploads: Sequence[Upload],
+        readers: Sequence[HashingReader],
+        run: UploadRun,
+        abort: AbortSignal,
+        release: Callable[[], None],
+    ) -> bool:
+        """Submit every file to one TransferManager and wait; True once all are done.
+
+        `release` runs once the manager has shut down, which may be later, in the
+        background, when threads are still stuck in a socket call.
+        """
         manager = TransferManager(self._client, self._transfer_config)
         unregister = abort.on_abort(run.stop)
         finished = False
         submitted = 0
         try:
             subscriber = RunSubscriber(run)
-            for upload in uploads:
+            for upload, reader in zip(uploads, readers, strict=True):
                 future = manager.upload(
-                    str(upload.path),
+                    # A file object, not a path: s3transfer then reads each file once,
+                    # in order, in one thread, which lets HashingReader see every byte.
+                    cast(IO[Any], reader),
                     self.bucket,
                     upload.key,
-                    extra_args={"ContentType": upload.content_type},
+                    extra_args={
+                        "ContentType": upload.content_type,
+                        "ChecksumAlgorithm": PART_CHECKSUM_ALGORITHM,
+                    },
                     subscribers=[subscriber],
                 )
                 submitted += 1
@@ -219,16 +272,23 @@ class S3Storage:
             raise
         finally:
             unregister()
-            _shut_down(manager, wait=finished)
-        if run.callback_error is not None:
-            raise run.callback_error
-        abort.raise_if_set()
-        if run.first_failure is not None:
-            raise self._translate(run.first_failure, "upload") from run.first_failure
-        if not finished:  # cannot happen without a stop or failure; kept as a guard
-            raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
-        on_progress(run.snapshot(total))
-        log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
+            _shut_down(manager, wait=finished, then=release)
+        return finished
+
+    def _open_all(self, uploads: Sequence[Upload]) -> list[HashingReader]:
+        readers: list[HashingReader] = []
+        try:
+            for upload in uploads:
+                readers.append(HashingReader.open(upload.path))
+        except OSError as exc:
+            _close_all(readers)
+            raise TransientError(
+                f"S3 upload failed: cannot read {exc.filename}: {exc.strerror}"
+            ) from exc
+        except BaseException:
+            _close_all(readers)
+            raise
+        return readers
 
     def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int:
         """Abort unfinished multipart uploads of exactly these keys; return how many.
@@ -299,12 +359,6 @@ class S3Storage:
             raise
         return True
 
-    def _size_of(self, path: Path) -> int:
-        try:
-            return path.stat().st_size
-        except OSError as exc:
-            raise TransientError(f"S3 upload failed: cannot read {path}: {exc.strerror}") from exc
-
     def _translate(self, exc: BaseException, action: str) -> MirrorError:
         """One clear error kind and line for whatever boto3/s3transfer raised."""
         if isinstance(exc, MirrorError):
@@ -342,14 +396,29 @@ class S3Storage:
         )
 
 
-def _shut_down(manager: TransferManager, *, wait: bool) -> None:
+def _shut_down(manager: TransferManager, *, wait: bool, then: Callable[[], None]) -> None:
     if wait:
-        manager.shutdown()
+        try:
+            manager.shutdown()
+        finally:
+            then()
         return
+
     # Threads still stuck in a socket call: let them finish (and s3transfer abort the
-    # multipart uploads) in the background instead of holding up the job.
-    shutdown = functools.partial(manager.shutdown, cancel=True)
+    # multipart uploads) in the background instead of holding up the job; the files
+    # they read stay open until then.
+    def shutdown() -> None:
+        try:
+            manager.shutdown(cancel=True)
+        finally:
+            then()
+
     threading.Thread(target=shutdown, name="s3-shutdown", daemon=True).start()
+
+
+def _close_all(readers: Sequence[HashingReader]) -> None:
+    for reader in readers:
+        reader.close()
 
 
 def _code_of(exc: ClientError) -> str:
