@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mirror import app as composition
+from mirror import cli_converge
 from mirror.db.attempts import AttemptLog
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
@@ -373,6 +374,15 @@ def _fail(message: str, code: int) -> None:
     sys.stderr.write(f"mirror: {message}\n")
     sys.stderr.flush()
     raise SystemExit(code)
+
+
+cli_converge.register(
+    app,
+    db_app,
+    cli_converge.Context(
+        settings=settings, repository=repository, usage_error=UsageProblem, stdout=stdout
+    ),
+)
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ OUTPUT_FIELDS = (
 _VIDEO_EXTRA = ("width", "height")
 # The job row's `video` column (DESIGN): what a restored row gets back.
 _VIDEO_COLUMN = ("key", "size", "sha256", "codec", "width", "height", "duration_s")
+_AUDIO_ALWAYS = ("key", "stream_index", "language", "title", "codec")  # null when unknown
 
 
 class ManifestError(ValueError):
@@ -172,10 +173,17 @@ def restored_job(manifest: Mapping[str, Any], manifest_key: str) -> RestoredJob:
     audio: list[dict[str, Any]] = []
     for output in manifest["outputs"]:
         facts = {k: v for k, v in output.items() if k != "kind"}
+        # Facts the manifest had no value for stay off the row, as they were on it.
         if output.get("kind") == "video" and video is None:
-            video = {k: facts.get(k) for k in _VIDEO_COLUMN}
+            video = {k: facts[k] for k in _VIDEO_COLUMN if facts.get(k) is not None}
         elif output.get("kind") == "audio":
-            audio.append({k: v for k, v in facts.items() if k not in _VIDEO_EXTRA})
+            audio.append(
+                {
+                    k: v
+                    for k, v in facts.items()
+                    if k not in _VIDEO_EXTRA and (v is not None or k in _AUDIO_ALWAYS)
+                }
+            )
     mirrored_at = manifest.get("mirrored_at")
     try:
         finished = datetime.fromisoformat(mirrored_at) if isinstance(mirrored_at, str) else None

@@ -35,6 +35,12 @@ class ItemSummary:
     type: str
     path: str | None = None
     size: int | None = None
+    etag: str | None = None  # the media source's ETag: changes when its file does
+
+    def fingerprint(self) -> dict[str, object]:
+        """The listing's side of `mirror sync`'s comparison, keyed like the `source` column."""
+        facts = {"path": self.path, "size": self.size, "etag": self.etag}
+        return {key: value for key, value in facts.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +189,7 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         type=_str(data.get("Type")) or "Unknown",
         path=_str(data.get("Path")),
         size=_int(source.get("Size")) if source is not None else None,
+        etag=_str(source.get("ETag")) if source is not None else None,
     )
 
 
