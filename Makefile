@@ -41,7 +41,7 @@ bench: install  ## DESIGN.md targets vs curl, nginx, ffmpeg, aws s3 cp (BENCHMAR
 	$(BIN)/python bench/upload.py
 	$(BIN)/python bench/transcode.py
 	$(BIN)/python bench/job.py
-	$(BIN)/python bench/verify.py
+	$(BIN)/python bench/output_check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,113 +1,133 @@
-"""What reading every output back costs: probe + verify against the whole job (target < 2 %).
+"""Verify benchmark: `mirror verify --all` over 10,000 done items against moto's S3 server.
 
-Inputs:
-- one item: a 1080p H.264/AAC MKV with picture noise, two AAC tracks and a subtitle,
-  about 1 GB (100 s; quick mode: 10 s, ~100 MB), generated once into bench/data/verify/;
-- the whole job: `python -m mirror.cli worker --burst` against the Jellyfin stand-in
-  (in this process, real HTTP on loopback), moto's S3 server and a scratch Postgres
-  database; codecs auto, so the streams are copied (a remux, the cheapest job and so
-  the one where verification weighs most); its attempt time and phases are read from
-  the attempt history;
-- the added steps, timed in this process on the same file and the same outputs (made
-  once with run_transcode): the quick `probe_file` of the source (the mapping after
-  the download; the full probe runs only before a failure) and `verify_outputs` of the
-  plan (one `ffmpeg` run reading every output), each 5 times.
-
-Prints the medians, then the share of the job as the LAST line. Target: < 2 %.
+Inputs: a moto server process (`python -m moto.server`), one bucket holding, per item,
+the four objects a mirror leaves (video.mp4 of 2 KiB, two audio tracks of 1 KiB,
+manifest.json), written with 16 threads; a scratch Postgres database (`mirror_bench_*`,
+migrated, dropped after) with one done row per item recording those keys, sizes and
+SHA-256s. Quick mode: 1,000 items.
+Then `mirror verify --all --json` runs as a user would run it (a subprocess configured
+by MIRROR_* variables), without --deep, and must find every item ok.
+Prints the seeding time, then as the LAST line the verify wall time (target: < 120 s
+for 10,000 items).
 Usage: python bench/verify.py [--quick]   (or BENCH_QUICK=1)
 """
 
 from __future__ import annotations
 
-import shutil
+import hashlib
+import json
+import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+import uuid
+from datetime import UTC, datetime
+from typing import Any
 
 import harness
-from harness import MB, say
-from job import ITEM_ID, latest_attempt, worker_env
+from harness import DUMMY_KEY, say
+from sqlalchemy import create_engine, text
 
-from mirror.db.engine import make_engine
-from mirror.db.repository import JobRepository
-from mirror.progress import AbortSignal
-from mirror.testing.jellyfin_server import JellyfinStandIn
-from mirror.transcode import plan_transcode, probe_file, run_transcode, verify_outputs
+from mirror.manifest import build_manifest, encode_manifest
 
-ROUNDS = 5
+PREFIX = "bench"
 
 
-def timed_call(function: object) -> float:
-    started = time.perf_counter()
-    function()  # type: ignore[operator]
-    return time.perf_counter() - started
+def _objects(item_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    video_body = item_id.encode() * 64  # 2 KiB
+    video = {"key": f"{PREFIX}/{item_id}/video.mp4", "size": len(video_body),
+             "sha256": hashlib.sha256(video_body).hexdigest(), "codec": "h264"}  # fmt: skip
+    audio = []
+    for index, language in ((1, "eng"), (2, "fra")):
+        body = (language + item_id).encode()[:32] * 32
+        audio.append({"key": f"{PREFIX}/{item_id}/audio/{index}-{language}.m4a",
+                      "stream_index": index, "language": language, "title": None,
+                      "codec": "aac", "size": len(body),
+                      "sha256": hashlib.sha256(body).hexdigest()})  # fmt: skip
+    return video, audio
+
+
+def _bodies(item_id: str) -> dict[str, bytes]:
+    return {
+        f"{PREFIX}/{item_id}/video.mp4": item_id.encode() * 64,
+        **{
+            f"{PREFIX}/{item_id}/audio/{i}-{lang}.m4a": (lang + item_id).encode()[:32] * 32
+            for i, lang in ((1, "eng"), (2, "fra"))
+        },
+    }
 
 
 def main() -> None:
-    quick = harness.quick_mode()
-    ffmpeg = harness.ffmpeg_binary()
-    seconds = 10 if quick else 100
-    sample = harness.cached_sample(
-        "verify", f"noise-1080p-{seconds}s.mkv", ffmpeg, seconds, noise=True
-    )
-    say(f"item: {sample.duration_s:.0f} s 1080p h264/aac x2 (remux), {sample.size / MB:.0f} MB")
-    work = harness.data_dir("verify", "work")
-    shutil.rmtree(work, ignore_errors=True)
+    # Both import `queue`: only after harness has kept bench/queue.py from shadowing it.
+    from concurrent.futures import ThreadPoolExecutor
 
-    # The added steps on the same file and outputs the job makes.
-    item = sample.to_item(ITEM_ID)
-    probe = probe_file(sample.path, ffmpeg)
-    plan = plan_transcode(item, work / "out", sample.path, probe=probe)
-    assert plan.video.codec == "copy"
-    transcode_s = timed_call(
-        lambda: run_transcode(plan, ffmpeg, lambda progress: None, AbortSignal())
-    )
-    probe_runs = [
-        timed_call(lambda: probe_file(sample.path, ffmpeg, quick=True)) for _ in range(ROUNDS)
-    ]
-    verify_runs = [timed_call(lambda: verify_outputs(plan, ffmpeg)) for _ in range(ROUNDS)]
-    shutil.rmtree(work, ignore_errors=True)
+    import boto3
 
-    with (
-        tempfile.TemporaryDirectory(prefix="mirror-bench-verify-") as scratch,
-        JellyfinStandIn(api_key="bench-key") as jellyfin,
-        harness.moto_server(Path(scratch) / "moto.log") as endpoint,
-        harness.scratch_database() as db_url,
-    ):
-        jellyfin.add_item(
-            sample.path, name="Bench Noise", streams=sample.streams,
-            duration_s=sample.duration_s, item_id=ITEM_ID,
-        )  # fmt: skip
+    items = 1_000 if harness.quick_mode() else 10_000
+    work = harness.data_dir("verify")
+    with harness.moto_server(work / "moto.log") as endpoint, harness.scratch_database() as url:
         bucket = harness.create_bucket(endpoint)
-        repo = JobRepository(make_engine(db_url, pool_size=2))
-        env = worker_env(db_url, jellyfin.url, endpoint, bucket, work / "ours")
-        repo.enqueue([ITEM_ID])
-        subprocess.run(
-            [sys.executable, "-m", "mirror.cli", "worker", "--burst"], env=env, check=True
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=DUMMY_KEY,
+            aws_secret_access_key=DUMMY_KEY,
         )
-        attempt = latest_attempt(repo)
-        job = repo.latest_for_item(ITEM_ID)
-        assert job.status == "done", job.error
-        repo.engine.dispose()
-    shutil.rmtree(work, ignore_errors=True)
+        ids = [uuid.uuid4().hex for _ in range(items)]
+        started = time.monotonic()
 
-    probe_s = harness.median(probe_runs)
-    verify_s = harness.median(verify_runs)
-    job_s = float(attempt["attempt_s"])
-    say(
-        f"job attempt {job_s:.2f} s (download {attempt['download_s']:.2f} s, transcode "
-        f"{attempt['transcode_s']:.2f} s, upload {attempt['upload_s']:.2f} s); "
-        f"bare remux in-process {transcode_s:.2f} s"
-    )
-    say(
-        f"probe of the source {probe_s * 1000:.0f} ms, verify of {len(plan.outputs)} outputs "
-        f"{verify_s * 1000:.0f} ms (medians of {ROUNDS}; load: {harness.machine_load()})"
-    )
-    say(f"verify alone: {100 * verify_s / job_s:.2f} % of the job")
-    share = (probe_s + verify_s) / job_s
-    print(harness.ratio_line("probe + verify / whole job", share, "< 0.02", share < 0.02))
+        def seed(item_id: str) -> dict[str, Any]:
+            video, audio = _objects(item_id)
+            job_id = uuid.uuid4()
+            for key, body in _bodies(item_id).items():
+                client.put_object(Bucket=bucket, Key=key, Body=body)
+            manifest = build_manifest(
+                item_id=item_id, name=item_id, source={"size": 1}, video=video, audio=audio,
+                job_id=job_id, attempt=1, mirrored_at=datetime.now(UTC),
+                mirror_version="bench", ffmpeg_version=None,
+            )  # fmt: skip
+            manifest_key = f"{PREFIX}/{item_id}/manifest.json"
+            client.put_object(Bucket=bucket, Key=manifest_key, Body=encode_manifest(manifest))
+            return {"id": job_id, "item_id": item_id, "video_key": video["key"],
+                    "video": json.dumps(video), "audio_keys": json.dumps(audio),
+                    "manifest_key": manifest_key}  # fmt: skip
+
+        with ThreadPoolExecutor(16) as pool:
+            rows = list(pool.map(seed, ids))
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO media_mirror.jobs (id, item_id, status, attempts, video_key, "
+                    "video, audio_keys, manifest_key, finished_at) VALUES (:id, :item_id, "
+                    "'done', 1, :video_key, CAST(:video AS jsonb), CAST(:audio_keys AS jsonb), "
+                    ":manifest_key, now())"
+                ),
+                rows,
+            )
+        engine.dispose()
+        say(f"seeded {items} items ({items * 4} objects, {items} rows) in "
+            f"{time.monotonic() - started:.1f}s")  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MIRROR_")}
+        env.update({
+            "MIRROR_DATABASE_URL": url, "MIRROR_S3_BUCKET": bucket, "MIRROR_S3_PREFIX": PREFIX,
+            "MIRROR_S3_ENDPOINT_URL": endpoint, "MIRROR_S3_ACCESS_KEY_ID": DUMMY_KEY,
+            "MIRROR_S3_SECRET_ACCESS_KEY": DUMMY_KEY,
+        })  # fmt: skip
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "mirror.cli", "verify", "--all", "--json"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        elapsed = time.monotonic() - started
+        if result.returncode != 0:
+            raise SystemExit(f"verify failed ({result.returncode}): {result.stderr[-2000:]}")
+        report = json.loads(result.stdout)
+        assert report["ok"] and report["items"] == items, report["counts"]
+        say(f"machine load: {harness.machine_load()}")
+        print(f"verify --all of {items} items ({report['objects']} objects): {elapsed:.1f}s "
+              f"(target < 120 s for 10,000)", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 from sqlalchemy import Engine
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.bucket import Bucket
 from mirror.db.attempts import AttemptLog
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.repository import JobRepository, Lease
@@ -91,6 +93,17 @@ def jellyfin_client(settings: Settings) -> JellyfinClient:
 
 
 def s3_storage(settings: Settings) -> S3Storage:
+    return s3_storage_for(settings)
+
+
+def bucket(settings: Settings, *, threads: int = 16) -> Bucket:
+    """The bucket for sync, verify and import-manifests: a connection per thread."""
+    storage = s3_storage_for(settings, max_concurrency=threads)
+    return Bucket(storage.client, storage.bucket)
+
+
+def s3_storage_for(settings: Settings, **overrides: Any) -> S3Storage:
+    """`s3_storage` with S3Storage options changed (e.g. a bigger connection pool)."""
     settings.require("s3_bucket")
     assert settings.s3_bucket is not None
     key_id = settings.s3_access_key_id
@@ -102,6 +115,7 @@ def s3_storage(settings: Settings) -> S3Storage:
         access_key_id=key_id.get_secret_value() if key_id else None,
         secret_access_key=secret.get_secret_value() if secret else None,
         part_size=settings.s3_part_size,
+        **overrides,
     )
 
 

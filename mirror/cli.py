@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mirror import app as composition
+from mirror import cli_converge
 from mirror.cli_boundary import fail, fail_unexpectedly
 from mirror.db.attempts import AttemptLog
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
@@ -44,7 +45,7 @@ app.add_typer(db_app, name="db")
 
 # Piped output (scripts, CI logs) gets a wide table instead of an 80-column squeeze.
 stdout = Console(width=None if sys.stdout.isatty() else 160)
-STATUSES = ("new", "processing", "done", "failed", "cancelled")
+STATUSES = ("new", "processing", "done", "failed", "cancelled", "removed")
 
 
 class UsageProblem(MirrorError):
@@ -384,6 +385,15 @@ def _find(repo: JobRepository, job_or_item: str) -> JobRecord:
 
 def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+cli_converge.register(
+    app,
+    db_app,
+    cli_converge.Context(
+        settings=settings, repository=repository, usage_error=UsageProblem, stdout=stdout
+    ),
+)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ STATUS_STYLES = {
     "done": "green",
     "failed": "red",
     "cancelled": "magenta",
+    "removed": "dim",
 }
 
 

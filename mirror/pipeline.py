@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,10 +18,11 @@ from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.item import MediaItem
+from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.outage import durably
 from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
-from mirror.storage import Upload, audio_key, video_key
+from mirror.storage import Upload, audio_key, manifest_key, video_key
 from mirror.transcode import (
     ProbedFile,
     TranscodePlan,
@@ -29,6 +31,7 @@ from mirror.transcode import (
     run_transcode,
     verify_outputs,
 )
+from mirror.versions import ffmpeg_version, mirror_version
 from mirror.workspace import Workspace
 
 
@@ -59,6 +62,8 @@ class ObjectStore(Protocol):
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
     ) -> Mapping[str, FileDigest]: ...
 
+    def put_bytes(self, key: str, body: bytes, content_type: str) -> None: ...
+
 
 class JobFinisher(Protocol):
     """The fenced 'done' statement (JobRepository)."""
@@ -74,6 +79,7 @@ class JobFinisher(Protocol):
         skipped_streams: Sequence[dict[str, Any]] | None = None,
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
+        manifest_key: str | None = None,
     ) -> Fence: ...
 
 
@@ -146,6 +152,8 @@ class MirrorPipeline:
             }
             for entry in audio_entries:
                 entry.update(digests[entry["key"]].facts())
+            # Last object, after every output: its presence marks a complete mirror.
+            manifest = self._write_manifest(lease, item, video, audio_entries)
 
             # Every output is in S3 now: a Postgres blip must not cost the attempt, so the
             # fenced statement is retried for as long as the lease holds.
@@ -159,6 +167,7 @@ class MirrorPipeline:
                     skipped_streams=plan.skipped_json(),
                     source=item.source_json(),
                     progress=heartbeat.progress_json(),
+                    manifest_key=manifest,
                 ),
                 abort=heartbeat.abort,
             )
@@ -166,6 +175,30 @@ class MirrorPipeline:
             raise JobCancelled("job was cancelled while its outputs were uploading")
         if fence is Fence.LEASE_LOST:
             raise LeaseLost("lease lost before the job could be marked done")
+
+    def _write_manifest(
+        self,
+        lease: Lease,
+        item: MediaItem,
+        video: dict[str, Any],
+        audio: Sequence[dict[str, Any]],
+    ) -> str:
+        """Put `<prefix>/<item_id>/manifest.json`; returns its key for the row."""
+        manifest = build_manifest(
+            item_id=item.id,
+            name=item.name,
+            source=item.source_json(),
+            video=video,
+            audio=audio,
+            job_id=lease.job_id,
+            attempt=lease.job.attempts,
+            mirrored_at=datetime.now(UTC),
+            mirror_version=mirror_version(),
+            ffmpeg_version=ffmpeg_version(self.transcode.ffmpeg_path),
+        )
+        key = manifest_key(self.s3_prefix, item.id)
+        self.store.put_bytes(key, encode_manifest(manifest), MANIFEST_CONTENT_TYPE)
+        return key
 
     def _plan_from_file(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
         """Plan from a quick probe; before failing on what it shows, probe in full."""

@@ -140,6 +140,8 @@ class Settings(BaseSettings):
 
     webhook_secret: Secret = None
     webhook_item_types: CommaList = ("Movie", "Episode")
+    # ItemDeleted webhook: false = log and count only; true = delete the item's objects.
+    delete_removed: bool = False
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -65,6 +65,16 @@ def audio_key(prefix: str, item_id: str, stream_index: int, language: str | None
     return _join_key(prefix, item_id, AUDIO_DIR, audio_file_name(stream_index, language))
 
 
+def manifest_key(prefix: str, item_id: str) -> str:
+    """`<prefix>/<item_id>/manifest.json`: written last, so its presence marks a whole mirror."""
+    return _join_key(prefix, item_id, "manifest.json")
+
+
+def item_prefix(prefix: str, item_id: str) -> str:
+    """`<prefix>/<item_id>/`: every object of one item lives under it."""
+    return _join_key(prefix, item_id, "")
+
+
 @dataclass(frozen=True, slots=True)
 class Upload:
     """One local file and the key it goes to."""
@@ -305,6 +315,19 @@ class S3Storage:
         except BotoCoreError as exc:
             raise self._translate(exc, "head") from exc
         return ObjectInfo(key, response["ContentLength"], response.get("ContentType"))
+
+    def put_bytes(self, key: str, body: bytes, content_type: str) -> None:
+        """One small object in one PUT with a SHA-256 checksum (the manifest)."""
+        try:
+            self._client.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=body,
+                ContentType=content_type,
+                ChecksumAlgorithm="SHA256",
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, "upload") from exc
 
     def _abort_multipart_upload(self, key: str, upload_id: str) -> bool:
         try:

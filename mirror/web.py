@@ -15,19 +15,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from prometheus_client import Counter
 from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from mirror import metrics
+from mirror.bucket import Bucket
 from mirror.db.engine import describe_database_error
+from mirror.db.mirrored import ItemHistory, MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.logs import get_logger
 from mirror.redact import redact
+from mirror.storage import item_prefix
 from mirror.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
@@ -38,8 +42,10 @@ if TYPE_CHECKING:
 MAX_BODY_BYTES = 64 * 1024  # a webhook body is a few hundred bytes, "all properties" a few KiB
 SECRET_HEADER = "X-Mirror-Secret"
 ADDED = "ItemAdded"
+DELETED = "ItemDeleted"
 
 log = get_logger("mirror.web")
+_NEVER = ItemHistory(item_id="", latest_status="", done_source=None, has_done=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +55,15 @@ class WebhookPolicy:
     secret: str = field(repr=False)  # never in a log line or a traceback
     item_types: tuple[str, ...]
     max_attempts: int = 3
+    delete_removed: bool = False  # MIRROR_DELETE_REMOVED: act on ItemDeleted, not just log
 
     def wants(self, item_type: str) -> bool:
         return item_type.casefold() in {t.casefold() for t in self.item_types}
+
+
+# Deletes every object of a removed item and marks its done jobs `removed`; returns how
+# many objects went, or None when the item was not mirrored.
+ItemRemover = Callable[[str], "int | None"]
 
 
 class BadDelivery(ValueError):
@@ -61,11 +73,24 @@ class BadDelivery(ValueError):
 class MirrorWeb:
     """The WSGI application: routes requests to the three endpoints."""
 
-    def __init__(self, jobs: JobRepository, stats: QueueStats, webhook: WebhookPolicy) -> None:
+    def __init__(
+        self,
+        jobs: JobRepository,
+        stats: QueueStats,
+        webhook: WebhookPolicy,
+        remover: ItemRemover | None = None,
+    ) -> None:
         self.jobs = jobs
         self.stats = stats
         self.webhook = webhook
+        self.remover = remover
         self.registry = metrics.build_registry(stats)
+        self.deletions = Counter(
+            "mirror_webhook_item_deleted",
+            "ItemDeleted deliveries by what was done: noted, removed, not mirrored.",
+            ["action"],
+            registry=self.registry,
+        )
         self.routes = Map(
             [
                 Rule("/healthz", endpoint=self.healthz, methods=["GET"]),
@@ -137,6 +162,8 @@ class MirrorWeb:
     def _act_on(self, notification: dict[str, Any]) -> dict[str, Any]:
         """Enqueue an added item of a wanted type; everything else is acknowledged, ignored."""
         kind = _text_field(notification, "NotificationType")
+        if kind == DELETED:
+            return self._item_deleted(notification)
         if kind != ADDED:
             return {"status": "ignored", "reason": f"NotificationType {kind!r} is not {ADDED}"}
         item_type = _text_field(notification, "ItemType")
@@ -159,6 +186,30 @@ class MirrorWeb:
         result = results[0]
         status = "queued" if result.created else "already queued"
         return {"status": status, "item_id": item_id, "job_id": str(result.job.id)}
+
+    def _item_deleted(self, notification: dict[str, Any]) -> dict[str, Any]:
+        """A removed item: only logged and counted unless MIRROR_DELETE_REMOVED is on.
+
+        Off by default because a delivery is a hint, and deleting on a hint is not
+        undoable; `mirror sync --delete` checks with Jellyfin first.
+        """
+        try:
+            item_id = normalize_item_id(_text_field(notification, "ItemId"))
+        except ValueError as error:
+            raise BadDelivery(f"ItemId: {error}") from None
+        if not self.webhook.delete_removed or self.remover is None:
+            self.deletions.labels("noted").inc()
+            return {
+                "status": "removal noted",
+                "item_id": item_id,
+                "reason": "MIRROR_DELETE_REMOVED is off: objects kept (mirror sync --delete)",
+            }
+        deleted = self.remover(item_id)
+        if deleted is None:
+            self.deletions.labels("not mirrored").inc()
+            return {"status": "not mirrored", "item_id": item_id}
+        self.deletions.labels("removed").inc()
+        return {"status": "removed", "item_id": item_id, "objects_deleted": deleted}
 
 
 def _read_notification(request: Request) -> dict[str, Any]:
@@ -231,7 +282,10 @@ def webhook_policy(settings: Settings) -> WebhookPolicy:
             f"webhook (sent in the {SECRET_HEADER} header)"
         )
     return WebhookPolicy(
-        secret=secret, item_types=settings.webhook_item_types, max_attempts=settings.max_attempts
+        secret=secret,
+        item_types=settings.webhook_item_types,
+        max_attempts=settings.max_attempts,
+        delete_removed=settings.delete_removed,
     )
 
 
@@ -244,7 +298,11 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     policy = webhook_policy(settings)
     engine = composition.database_engine(settings, check=False)  # /healthz reports it
     stats = QueueStats(engine)
-    web = MirrorWeb(JobRepository(engine), stats, policy)
+    remover = None
+    if policy.delete_removed:
+        bucket = composition.bucket(settings, threads=threads)
+        remover = item_remover(bucket, MirroredItems(engine), settings.s3_prefix)
+    web = MirrorWeb(JobRepository(engine), stats, policy, remover)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
@@ -269,6 +327,19 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
         server.close()
         engine.dispose()
     log.info("stopped")
+
+
+def item_remover(bucket: Bucket, mirrored: MirroredItems, s3_prefix: str) -> ItemRemover:
+    """Objects first, then the rows: a failed delete leaves the job done, to try again."""
+
+    def remove(item_id: str) -> int | None:
+        if not mirrored.histories([item_id]).get(item_id, _NEVER).has_done:
+            return None
+        deleted = bucket.delete_prefix(item_prefix(s3_prefix, item_id))
+        mirrored.mark_removed(item_id)
+        return deleted
+
+    return remove
 
 
 def _listening(server: Any) -> list[str]:

@@ -28,7 +28,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 SCHEMA = "media_mirror"
-STATUSES = ("new", "processing", "done", "failed", "cancelled")
+STATUSES = ("new", "processing", "done", "failed", "cancelled", "removed")
 ACTIVE_STATUSES = ("new", "processing")
 
 NAMING_CONVENTION = {
@@ -78,10 +78,12 @@ class Job(Base):
     video: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     skipped_streams: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
     source: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    manifest_key: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         CheckConstraint(
-            "status IN ('new', 'processing', 'done', 'failed', 'cancelled')", name="status"
+            "status IN ('new', 'processing', 'done', 'failed', 'cancelled', 'removed')",
+            name="status",
         ),
         CheckConstraint("item_id ~ '^[0-9a-f]{32}$'", name="item_id_hex32"),
         CheckConstraint("attempts >= 0 AND max_attempts >= 1", name="attempts"),

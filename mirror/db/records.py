@@ -52,6 +52,7 @@ class JobRecord:
     video: dict[str, Any] | None = None  # {key, size, sha256, codec, width, height, duration_s}
     skipped_streams: list[dict[str, Any]] | None = None  # {index, kind, codec, language, reason}
     source: dict[str, Any] | None = None  # the media source mirrored: Id, Path, Size, ...
+    manifest_key: str | None = None  # <prefix>/<item_id>/manifest.json, written last
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly dict for `--json` output."""

@@ -195,6 +195,7 @@ class JobRepository:
         skipped_streams: Sequence[dict[str, Any]] | None = None,
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
+        manifest_key: str | None = None,
     ) -> Fence:
         """Finish the attempt: outputs are in S3; record their keys, checksums and source.
 
@@ -208,6 +209,7 @@ class JobRepository:
                video = CAST(:video AS jsonb),
                skipped_streams = CAST(:skipped_streams AS jsonb),
                source = CAST(:source AS jsonb),
+               manifest_key = :manifest_key,
                error = NULL, finished_at = now(), heartbeat_at = now(),
                heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
             {
@@ -217,6 +219,7 @@ class JobRepository:
                 "skipped_streams": json.dumps(list(skipped_streams or [])),
                 "source": _json(source),
                 "progress": _json(progress),
+                "manifest_key": manifest_key,
             },
             done_is_ok=True,
         )

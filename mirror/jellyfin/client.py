@@ -225,6 +225,19 @@ class JellyfinClient:
         """How many items a listing will yield (the server's TotalRecordCount)."""
         return next(self.iter_library_pages(parent_id, item_types, page_size=1)).total
 
+    def existing_item_ids(self, item_ids: Sequence[str], batch: int = 100) -> set[str]:
+        """Which of these items Jellyfin still has, in any library (`mirror sync`'s removed)."""
+        found: set[str] = set()
+        ids = [normalize_item_id(item_id) for item_id in item_ids]
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            data = self._get_json("/Items", {"ids": ",".join(chunk), "recursive": "true"})
+            for entry in _items_of(data, "/Items"):
+                summary = parse_item_summary(entry) if isinstance(entry, Mapping) else None
+                if summary is not None:
+                    found.add(summary.id)
+        return found
+
     def download(
         self,
         item_id: str,

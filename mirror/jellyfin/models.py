@@ -41,6 +41,12 @@ class ItemSummary:
     protocol: str | None = None
     is_remote: bool = False
     video_type: str | None = None
+    etag: str | None = None  # the media source's ETag: changes when its file does
+
+    def fingerprint(self) -> dict[str, object]:
+        """The listing's side of `mirror sync`'s comparison, keyed like the `source` column."""
+        facts = {"path": self.path, "size": self.size, "etag": self.etag}
+        return {key: value for key, value in facts.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +201,7 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         protocol=_str(src.get("Protocol")),
         is_remote=src.get("IsRemote") is True,
         video_type=_str(src.get("VideoType")) or _str(data.get("VideoType")),
+        etag=_str(src.get("ETag")),
     )
 
 

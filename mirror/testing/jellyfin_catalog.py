@@ -7,6 +7,7 @@ ids) can be read in one place and checked against ../shared/jellyfin/.
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import re
 import threading
 import urllib.parse
@@ -249,6 +250,7 @@ class CatalogItem:
                 "Size": None if self.omit_size or remote else self._size_of(path, own),
                 "Name": path.stem,
                 "IsRemote": remote,
+                "ETag": None if remote else _etag_of(path),
                 "RunTimeTicks": ticks,
                 "SupportsDirectPlay": True,
                 "VideoType": self.video_type,
@@ -390,6 +392,11 @@ class Catalog:
             is_folder=True,
         )
 
+    def remove_item(self, item_id: str) -> None:
+        """The item is gone from Jellyfin (its file deleted, the library rescanned)."""
+        with self._lock:
+            del self._items[item_id]
+
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran (or not): MediaStreams and RunTimeTicks appear."""
         with self._lock:
@@ -438,6 +445,16 @@ class Catalog:
         if any(key.lower() == "sortname" for key in sort_by):
             items.sort(key=lambda item: (item.sort_name, item.id))
         return items
+
+
+def _etag_of(path: Path) -> str | None:
+    """Jellyfin's MediaSource ETag: the MD5 of the file's DateModified ticks, so a
+    replaced file gets a new one (BaseItem.GetMediaSourcesInternal)."""
+    try:
+        ticks = path.stat().st_mtime_ns // 100
+    except OSError:
+        return None
+    return hashlib.md5(str(ticks).encode(), usedforsecurity=False).hexdigest()
 
 
 def parse_byte_range(header: str, size: int) -> tuple[int, int] | bool | None:

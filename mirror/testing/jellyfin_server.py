@@ -138,6 +138,10 @@ class JellyfinStandIn:
         """A Series, Season, BoxSet or Folder: listed by /Items, never downloadable."""
         return self._state.catalog.add_folder(name, item_type=item_type, library_id=library_id)
 
+    def remove_item(self, item_id: str) -> None:
+        """Delete the item, as Jellyfin does after its file is gone and the library rescanned."""
+        self._state.catalog.remove_item(item_id)
+
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran: the item's MediaStreams and RunTimeTicks appear."""
         self._state.catalog.mark_probed(item_id, probed)

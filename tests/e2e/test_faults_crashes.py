@@ -37,7 +37,7 @@ def assert_mirrored_once(stack: Stack, item_id: str, tmp_path: Path, ffmpeg_path
     job = stack.job(item_id)
     assert job.status == "done", job.error
     keys = [job.video_key or "", *(entry["key"] for entry in job.audio_keys or [])]
-    assert stack.object_keys() == sorted(keys)
+    assert stack.object_keys() == sorted([*keys, job.manifest_key or ""])
     for key in keys:
         local = stack.download_object(key, tmp_path / "check" / key)
         streams = describe_streams(local, ffmpeg_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -64,12 +65,26 @@ def test_both_samples_are_mirrored_with_one_file_per_stream(
             assert streams[0].codec == "aac"
             assert streams[0].language == source.language
 
+        assert job.manifest_key == f"mirror/{item_id}/manifest.json"
+        manifest = json.loads(
+            stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=job.manifest_key)["Body"].read()
+        )
+        assert manifest["item"]["id"] == item_id
+        assert manifest["job"] == {"id": str(job.id), "attempt": 1}
+        assert manifest["source"] == job.source
+        assert [o["key"] for o in manifest["outputs"]] == [
+            job.video_key,
+            *(e["key"] for e in job.audio_keys),
+        ]
+        assert manifest["ffmpeg_version"]
+
         head = stack.s3.client.head_object(Bucket=stack.s3.bucket, Key=job.video_key)
         assert head["ContentType"] == "video/mp4"
 
     expected_keys = sorted(
         [stack.job(i).video_key or "" for i in (remux, reencode)]
         + [e["key"] for i in (remux, reencode) for e in stack.job(i).audio_keys or []]
+        + [stack.job(i).manifest_key or "" for i in (remux, reencode)]
     )
     assert stack.object_keys() == expected_keys
     assert list(stack.work_dir.iterdir()) == []

@@ -42,7 +42,7 @@ def test_upgrade_from_empty_then_models_and_migrations_agree(empty_database_url:
         "id", "item_id", "status", "priority", "attempts", "max_attempts", "run_after",
         "worker_id", "lease_token", "taken_at", "heartbeat_at", "heartbeat_data", "video_key",
         "audio_keys", "error", "created_at", "updated_at", "finished_at",
-        "video", "skipped_streams", "source",
+        "video", "skipped_streams", "source", "manifest_key",
     }  # fmt: skip
     assert set(columns) == expected
     assert {"ix_jobs_one_active_per_item", "ix_jobs_claim", "ix_jobs_stale"} <= indexes
@@ -69,5 +69,32 @@ def test_upgrade_twice_is_a_no_op(database_url: str) -> None:
             version = conn.execute(text("SELECT version_num FROM media_mirror.alembic_version"))
             head = ScriptDirectory.from_config(migrations.alembic_config(engine)).get_current_head()
             assert version.scalar() == head
+    finally:
+        engine.dispose()
+
+
+def test_removed_status_is_allowed_and_downgrade_turns_it_into_cancelled(
+    database_url: str,
+) -> None:
+    from alembic import command
+
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO media_mirror.jobs (item_id, status, manifest_key) "
+                    "VALUES (:item, 'removed', 'p/x/manifest.json')"
+                ),
+                {"item": "a" * 32},
+            )
+        with engine.begin() as conn:
+            config = migrations.alembic_config(engine)
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0003")
+        with engine.connect() as conn:
+            status = conn.execute(text("SELECT status FROM media_mirror.jobs")).scalar()
+        assert status == "cancelled"
+        migrations.upgrade(engine)
     finally:
         engine.dispose()

@@ -15,11 +15,14 @@ from sqlalchemy import Engine
 from waitress import wasyncore
 from waitress.server import create_server
 
+from mirror.bucket import Bucket
 from mirror.db.attempts import AttemptLog, AttemptStats
 from mirror.db.engine import make_engine
+from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.web import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy
+from mirror.web import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
+from tests.fixtures.s3 import S3Target
 
 SECRET = "correct horse battery staple"
 MOVIE = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
@@ -37,11 +40,13 @@ def serve_app() -> Iterator[Any]:
     """Start waitress with an app in a thread; every server started is stopped afterwards."""
     stops: list[Any] = []
 
-    def start(engine: Engine) -> httpx.Client:
+    def start(engine: Engine, **policy: Any) -> httpx.Client:
+        remover = policy.pop("remover", None)
         web = MirrorWeb(
             JobRepository(engine),
             QueueStats(engine),
-            WebhookPolicy(secret=SECRET, item_types=("Movie", "Episode")),
+            WebhookPolicy(secret=SECRET, item_types=("Movie", "Episode"), **policy),
+            remover,
         )
         sockets: dict[int, Any] = {}
         server = create_server(web, map=sockets, host="127.0.0.1", port=0, threads=2)
@@ -210,7 +215,9 @@ def test_metrics_of_an_empty_queue_are_zeros(served: Served) -> None:
         for (name, labels), value in samples.items()
         if name == "mirror_jobs"
     }
-    assert statuses == {"new": 0, "processing": 0, "done": 0, "failed": 0, "cancelled": 0}
+    assert statuses == {
+        "new": 0, "processing": 0, "done": 0, "failed": 0, "cancelled": 0, "removed": 0,
+    }  # fmt: skip
     assert samples[("mirror_claims_total", frozenset())] == 0
     assert samples[("mirror_phase_seconds_count", frozenset({("phase", "upload")}))] == 0
 
@@ -325,3 +332,57 @@ def test_wrong_method_and_unknown_path_answer_json(served: Served) -> None:
     assert wrong_method.headers["allow"] == "POST"
     missing = served.client.get("/nothing")
     assert missing.status_code == 404 and missing.json() == {"error": "not found"}
+
+
+# -- ItemDeleted ---------------------------------------------------------------------------
+
+
+def _deleted(item_id: str = MOVIE_DASHED) -> dict[str, str]:
+    return {"NotificationType": "ItemDeleted", "ItemId": item_id, "ItemType": "Movie"}
+
+
+def _mirrored(repo: JobRepository, s3: S3Target) -> list[str]:
+    """MOVIE done, with its objects under mirror/<id>/; returns their keys."""
+    keys = [f"mirror/{MOVIE}/video.mp4", f"mirror/{MOVIE}/manifest.json"]
+    for key in keys:
+        s3.client.put_object(Bucket=s3.bucket, Key=key, Body=b"x")
+    repo.enqueue([MOVIE])
+    lease = repo.claim_next("host:1:0")
+    assert lease is not None
+    repo.mark_done(lease.job_id, lease.token, video_key=keys[0], audio_keys=[])
+    return keys
+
+
+def _keys(s3: S3Target) -> list[str]:
+    return [o["Key"] for o in s3.client.list_objects_v2(Bucket=s3.bucket).get("Contents", [])]
+
+
+def test_item_deleted_is_only_noted_and_counted_by_default(
+    serve_app: Any, engine: Engine, s3: S3Target
+) -> None:
+    repo = JobRepository(engine)
+    remover = item_remover(Bucket(s3.client, s3.bucket), MirroredItems(engine), "mirror")
+    client = serve_app(engine, remover=remover)  # delete_removed is off
+    keys = _mirrored(repo, s3)
+    response = _hook(Served(client, repo), _deleted())
+    assert response.status_code == 202
+    assert response.json()["status"] == "removal noted"
+    assert sorted(_keys(s3)) == sorted(keys)
+    assert [job.status for job in repo.list()] == ["done"]
+    assert 'mirror_webhook_item_deleted_total{action="noted"} 1.0' in client.get("/metrics").text
+
+
+def test_item_deleted_with_delete_removed_deletes_objects_and_marks_removed(
+    serve_app: Any, engine: Engine, s3: S3Target
+) -> None:
+    repo = JobRepository(engine)
+    remover = item_remover(Bucket(s3.client, s3.bucket), MirroredItems(engine), "mirror")
+    client = serve_app(engine, remover=remover, delete_removed=True)
+    _mirrored(repo, s3)
+    s3.client.put_object(Bucket=s3.bucket, Key="mirror/other/video.mp4", Body=b"y")
+    response = _hook(Served(client, repo), _deleted())
+    assert response.json() == {"status": "removed", "item_id": MOVIE, "objects_deleted": 2}
+    assert _keys(s3) == ["mirror/other/video.mp4"]
+    assert [job.status for job in repo.list()] == ["removed"]
+    again = _hook(Served(client, repo), _deleted())
+    assert again.json() == {"status": "not mirrored", "item_id": MOVIE}

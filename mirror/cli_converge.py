@@ -1,0 +1,362 @@
+"""The commands that make the mirror converge: `sync`, `verify`, `db import-manifests`.
+
+Registered onto cli.py's app by `register` (cli.py is big enough already). They take
+their settings and adapters from the `Context` cli.py passes, never import it: `python
+-m mirror.cli` runs cli.py as `__main__`, and a second import would register these on
+an app nobody runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from mirror import app as composition
+from mirror.db.mirrored import ItemHistory, MirroredItems
+from mirror.db.repository import JobRepository
+from mirror.item import normalize_item_id
+from mirror.manifest import ManifestError, decode_manifest, restored_job
+from mirror.settings import Settings
+from mirror.storage import item_prefix
+from mirror.sync import SyncClass, SyncReport, sync_library
+from mirror.verify import Verdict, VerifyReport, verify_jobs
+
+VERIFY_THREADS = 16
+DETAIL_ROWS = 50  # item lines printed under a table; --json has them all
+
+
+@dataclass(frozen=True)
+class Context:
+    """What cli.py lends these commands."""
+
+    settings: Callable[[], Settings]
+    repository: Callable[[], JobRepository]
+    usage_error: Callable[[str], Exception]
+    stdout: Console
+
+
+def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
+    """Add `sync`, `verify` and `db import-manifests` to the `mirror` command."""
+
+    @app.command()
+    def sync(
+        library: Annotated[str | None, typer.Option("--library", help="Library name.")] = None,
+        parent_id: Annotated[
+            str | None, typer.Option("--parent-id", help="Everything under this item id.")
+        ] = None,
+        item_types: Annotated[
+            str, typer.Option("--type", help="Item types, comma separated.")
+        ] = "Movie,Episode",
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only.")] = False,
+        delete: Annotated[
+            bool, typer.Option("--delete", help="Delete the objects of removed items.")
+        ] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """New / changed / removed / unchanged against the library; queues new and changed.
+
+        Removed items (mirrored, gone from Jellyfin) are only reported unless --delete:
+        then their S3 objects are deleted and their jobs get status `removed`.
+        """
+        if (library is None) == (parent_id is None):
+            raise ctx.usage_error("give --library NAME or --parent-id ID (exactly one)")
+        types = [t.strip() for t in item_types.split(",") if t.strip()]
+        if not types:
+            raise ctx.usage_error("--type needs at least one item type, e.g. Movie,Episode")
+        config = ctx.settings()
+        repo = ctx.repository()
+        jobs = _SyncJobs(MirroredItems(repo.engine), repo, config.max_attempts)
+        bucket = composition.bucket(config) if delete and not dry_run else None
+
+        def delete_item(item_id: str) -> int:
+            assert bucket is not None
+            return bucket.delete_prefix(item_prefix(config.s3_prefix, item_id))
+
+        with composition.jellyfin_client(config) as client:
+            if library is not None:
+                found = client.find_library(library)
+                parent, label = found.item_id, f"library {found.name!r}"
+            else:
+                parent, label = _item_id(ctx, parent_id or ""), f"parent {parent_id}"
+            with _bar(f"syncing {label}") as (bar, task):
+                report = sync_library(
+                    client,
+                    jobs,
+                    parent,
+                    item_types=types,
+                    dry_run=dry_run,
+                    delete=delete_item if bucket is not None else None,
+                    on_page=lambda done, total: bar.update(task, completed=done, total=total),
+                )
+        if as_json:
+            _print_json({"scope": label, **report.to_json()})
+        else:
+            ctx.stdout.print(sync_table(report, label))
+            details = sync_details(report)
+            if details.row_count:
+                ctx.stdout.print(details)
+
+    @app.command()
+    def verify(
+        item_ids: Annotated[
+            list[str] | None, typer.Argument(help="Item ids to verify (or --all).")
+        ] = None,
+        all_items: Annotated[bool, typer.Option("--all", help="Every mirrored item.")] = False,
+        deep: Annotated[
+            bool, typer.Option("--deep", help="Download every object and recompute SHA-256.")
+        ] = False,
+        requeue: Annotated[
+            bool, typer.Option("--requeue", help="Queue a re-mirror of every bad item.")
+        ] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """Objects vs the row and the manifest; exit 1 when anything is missing or differs."""
+        if bool(item_ids) == all_items:
+            raise ctx.usage_error("give ITEM_IDs or --all (exactly one)")
+        ids = [_item_id(ctx, raw) for raw in item_ids or []]
+        config = ctx.settings()
+        repo = ctx.repository()
+        bucket = composition.bucket(config, threads=VERIFY_THREADS)
+        mirrored = MirroredItems(repo.engine)
+        prefix = config.s3_prefix
+        # Everything: one listing of the whole prefix beats a listing per item.
+        sizes = bucket.sizes(_root(prefix)) if all_items else None
+        jobs = list(mirrored.done_jobs(None if all_items else ids))
+        with _bar("verifying", total=len(jobs), in_bytes=False) as (bar, task):
+            report = verify_jobs(
+                jobs,
+                bucket,
+                sizes=sizes,
+                item_prefix=lambda item_id: item_prefix(prefix, item_id),
+                deep=deep,
+                threads=VERIFY_THREADS,
+                on_item=lambda: bar.advance(task),
+            )
+        unknown = sorted(set(ids) - report.items.keys())
+        if requeue and report.bad_items():
+            created = repo.enqueue(report.bad_items(), max_attempts=config.max_attempts)
+            report.requeued = [result.job.item_id for result in created]
+        if as_json:
+            _print_json({**report.to_json(), "not_mirrored": unknown})
+        else:
+            ctx.stdout.print(verify_table(report))
+            problems = verify_details(report)
+            if problems.row_count:
+                ctx.stdout.print(problems)
+            for item_id in unknown:
+                typer.echo(f"{item_id}: no done job to verify", err=True)
+            if report.requeued:
+                typer.echo(f"queued a re-mirror of {len(report.requeued)} item(s)")
+        if not report.ok or unknown:
+            raise typer.Exit(1)
+
+    @db_app.command("import-manifests")
+    def import_manifests(
+        prefix: Annotated[
+            str | None, typer.Option("--prefix", help="Key prefix (default MIRROR_S3_PREFIX).")
+        ] = None,
+    ) -> None:
+        """Rebuild done job rows from the manifests in the bucket (after losing Postgres)."""
+        config = ctx.settings()
+        repo = ctx.repository()
+        bucket = composition.bucket(config, threads=VERIFY_THREADS)
+        mirrored = MirroredItems(repo.engine)
+        root = _root(config.s3_prefix if prefix is None else prefix)
+        keys = [k for k, _ in bucket.iter_objects(root) if _is_manifest_key(k, root)]
+        restored = skipped = 0
+        unreadable: list[str] = []
+
+        def one(key: str) -> bool | str:
+            try:
+                body = bucket.get_bytes(key)
+                if body is None:
+                    return f"{key}: deleted while importing"
+                return mirrored.restore(restored_job(decode_manifest(body), key))
+            except ManifestError as error:
+                return f"{key}: {error}"
+
+        with (
+            ThreadPoolExecutor(max_workers=8) as pool,
+            _bar("importing manifests", total=len(keys), in_bytes=False) as (bar, task),
+        ):
+            for outcome in pool.map(one, keys):
+                bar.advance(task)
+                if isinstance(outcome, str):
+                    unreadable.append(outcome)
+                elif outcome:
+                    restored += 1
+                else:
+                    skipped += 1
+        for line in unreadable:
+            typer.echo(f"unreadable manifest {line}", err=True)
+        typer.echo(
+            f"{len(keys)} manifest(s) under s3://{bucket.name}/{root}: {restored} job(s) "
+            f"restored, {skipped} skipped (item already has a job), {len(unreadable)} unreadable"
+        )
+        if unreadable:
+            raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class _SyncJobs:
+    """sync's view of Postgres: item histories, and enqueue for re-mirrors."""
+
+    mirrored: MirroredItems
+    repo: JobRepository
+    max_attempts: int
+
+    def histories(self, item_ids: Sequence[str]) -> dict[str, ItemHistory]:
+        return self.mirrored.histories(item_ids)
+
+    def mirrored_item_ids(self) -> set[str]:
+        return self.mirrored.mirrored_item_ids()
+
+    def mark_removed(self, item_id: str) -> int:
+        return self.mirrored.mark_removed(item_id)
+
+    def requeue(self, item_ids: Sequence[str]) -> int:
+        results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts)
+        return sum(1 for result in results if result.created)
+
+
+_SYNC_ACTIONS = {
+    SyncClass.NEW: ("queued", "would be queued"),
+    SyncClass.CHANGED: ("queued for a re-mirror", "would be queued for a re-mirror"),
+    SyncClass.UNCHANGED: ("", ""),
+    SyncClass.FAILED: ("not queued: see `mirror jobs --status failed`", ""),
+    SyncClass.QUEUED: ("already queued or running", ""),
+}
+
+
+def sync_table(report: SyncReport, label: str) -> Table:
+    """One row per class: how many items and what sync did about them."""
+    title = f"mirror sync: {label}" + (" (dry run)" if report.dry_run else "")
+    table = Table(title=title, title_justify="left")
+    table.add_column("class")
+    table.add_column("items", justify="right")
+    table.add_column("action")
+    for kind in SyncClass:
+        count = len(report.items[kind])
+        if kind is SyncClass.REMOVED:
+            if report.dry_run:
+                action = "would be deleted" if report.delete else "reported (--delete deletes)"
+            elif report.delete:
+                action = f"deleted: {report.deleted_objects} object(s), status removed"
+            else:
+                action = "reported only (--delete deletes their objects)"
+        else:
+            done, dry = _SYNC_ACTIONS[kind]
+            action = (dry or done) if report.dry_run else done
+        table.add_row(kind.value, str(count), action if count else "")
+    return table
+
+
+def sync_details(report: SyncReport) -> Table:
+    """The items that need attention: new, changed (and how), removed, failed."""
+    table = Table(show_header=True)
+    for name in ("item", "name", "class", "detail"):
+        table.add_column(name)
+    shown = (SyncClass.NEW, SyncClass.CHANGED, SyncClass.REMOVED, SyncClass.FAILED)
+    rows = [(kind, item) for kind in shown for item in sorted(report.items[kind])]
+    for kind, item in rows[:DETAIL_ROWS]:
+        detail = "; ".join(report.changes.get(item, []))
+        table.add_row(item, report.names.get(item, ""), kind.value, detail)
+    if len(rows) > DETAIL_ROWS:
+        table.caption = f"first {DETAIL_ROWS} of {len(rows)}; --json lists all"
+    return table
+
+
+def verify_table(report: VerifyReport) -> Table:
+    """Items by their worst object, and objects, per verdict."""
+    mode = "deep: every object read back" if report.deep else "sizes and manifests"
+    table = Table(title=f"mirror verify ({mode})", title_justify="left")
+    table.add_column("result")
+    table.add_column("items", justify="right")
+    table.add_column("objects", justify="right")
+    counts = report.counts()
+    for verdict in (Verdict.MISSING, Verdict.SIZE_MISMATCH, Verdict.CHECKSUM_MISMATCH,
+                    Verdict.MANIFEST_MISMATCH, Verdict.OK):  # fmt: skip
+        row = counts[verdict.value]
+        table.add_row(verdict.value, str(row["items"]), str(row["objects"]))
+    return table
+
+
+def verify_details(report: VerifyReport) -> Table:
+    table = Table(show_header=True)
+    for name in ("item", "key", "problem", "detail"):
+        table.add_column(name)
+    bad = [check for check in report.checks if check.verdict is not Verdict.OK]
+    for check in bad[:DETAIL_ROWS]:
+        table.add_row(check.item_id, check.key, check.verdict.value, check.detail)
+    if len(bad) > DETAIL_ROWS:
+        table.caption = f"first {DETAIL_ROWS} of {len(bad)}; --json lists all"
+    return table
+
+
+class _bar:
+    """A progress bar on stderr, drawn only on a terminal (scripts get the result alone)."""
+
+    def __init__(self, label: str, total: int | None = None, *, in_bytes: bool = False) -> None:
+        console = Console(stderr=True)
+        counter = DownloadColumn() if in_bytes else MofNCompleteColumn()
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            counter,
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        )
+        self.task = self.progress.add_task(label, total=total)
+
+    def __enter__(self) -> tuple[Progress, Any]:
+        self.progress.__enter__()
+        return self.progress, self.task
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+
+def _root(prefix: str) -> str:
+    """`a/b/` for the prefix `a/b` (or `/a/b/`); empty for no prefix, like the key layout."""
+    clean = "/".join(segment for segment in prefix.split("/") if segment)
+    return f"{clean}/" if clean else ""
+
+
+def _is_manifest_key(key: str, root: str) -> bool:
+    """`<root><item_id>/manifest.json` exactly (not a manifest.json deeper down)."""
+    rest = key[len(root) :]
+    item, _, name = rest.partition("/")
+    if name != "manifest.json":
+        return False
+    try:
+        return normalize_item_id(item) == item
+    except ValueError:
+        return False
+
+
+def _item_id(ctx: Context, raw: str) -> str:
+    try:
+        return normalize_item_id(raw)
+    except ValueError as error:
+        raise ctx.usage_error(str(error)) from None
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,178 @@
+"""`mirror sync`: make the bucket converge on the library.
+
+A sweep only adds what was never mirrored; sync also notices what changed since it was
+mirrored (a better release replaced the file: new path, size or ETag) and what left
+Jellyfin (its objects are orphans). The classification is a pure function of the
+listing and the item's job history, tested on its own; the rest walks the library page
+by page like the sweep (same listing, same constant memory) and acts on the result.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mirror.db.mirrored import ItemHistory
+from mirror.sweep import LibraryLister, PageProgress
+
+# Facts compared between the row's `source` and the listing, when both sides have them.
+# Path and size catch a replaced file; the ETag (Jellyfin's MD5 of DateModified) and
+# date_modified catch one replaced in place with the same size.
+FINGERPRINT_FACTS = ("path", "size", "etag", "date_modified")
+
+
+class SyncClass(enum.StrEnum):
+    """Where an item stands; `mirror sync` queues NEW and CHANGED."""
+
+    NEW = "new"  # never mirrored (or removed earlier and back in the library)
+    CHANGED = "changed"  # its file differs from the one the newest done job mirrored
+    REMOVED = "removed"  # mirrored, and Jellyfin no longer has it
+    UNCHANGED = "unchanged"
+    FAILED = "failed"  # its newest job failed or was cancelled: see `mirror show`
+    QUEUED = "queued"  # a job is queued or running already
+
+
+QUEUE_CLASSES = frozenset({SyncClass.NEW, SyncClass.CHANGED})
+
+
+def fingerprint_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """`size 100 -> 200` for each fact both sides know and that differs."""
+    return [
+        f"{fact} {recorded[fact]} -> {current[fact]}"
+        for fact in FINGERPRINT_FACTS
+        if recorded.get(fact) is not None
+        and current.get(fact) is not None
+        and recorded[fact] != current[fact]
+    ]
+
+
+def classify(
+    current: Mapping[str, Any], history: ItemHistory | None
+) -> tuple[SyncClass, list[str]]:
+    """The class of a listed item, and for CHANGED what changed.
+
+    A done job without a recorded source (mirrored before fingerprints existed) counts as
+    unchanged: there is nothing to compare, and `mirror enqueue ITEM_ID` re-mirrors it.
+    """
+    if history is None or history.latest_status == "removed":
+        return SyncClass.NEW, []
+    if history.latest_status in ("new", "processing"):
+        return SyncClass.QUEUED, []
+    if history.latest_status in ("failed", "cancelled"):
+        return SyncClass.FAILED, []
+    changes = fingerprint_changes(history.done_source or {}, current)
+    return (SyncClass.CHANGED, changes) if changes else (SyncClass.UNCHANGED, [])
+
+
+@dataclass
+class SyncReport:
+    """Item ids per class, and what was done about them."""
+
+    items: dict[SyncClass, list[str]] = field(
+        default_factory=lambda: {kind: [] for kind in SyncClass}
+    )
+    changes: dict[str, list[str]] = field(default_factory=dict)  # item id -> what changed
+    names: dict[str, str] = field(default_factory=dict)
+    queued: int = 0  # jobs created for new and changed items
+    deleted_objects: int = 0
+    dry_run: bool = False
+    delete: bool = False
+
+    def add(self, kind: SyncClass, item_id: str) -> None:
+        self.items[kind].append(item_id)
+
+    def counts(self) -> dict[str, int]:
+        return {kind.value: len(ids) for kind, ids in self.items.items()}
+
+    def to_json(self) -> dict[str, Any]:
+        """`mirror sync --json`: the counts and the item ids per class."""
+        return {
+            "dry_run": self.dry_run,
+            "delete": self.delete,
+            "counts": self.counts(),
+            "items": {kind.value: sorted(ids) for kind, ids in self.items.items()},
+            "changes": self.changes,
+            "queued": self.queued,
+            "deleted_objects": self.deleted_objects,
+        }
+
+
+class SyncJobs(Protocol):
+    """What sync needs from Postgres (MirroredItems and JobRepository together)."""
+
+    def histories(self, item_ids: Sequence[str]) -> dict[str, ItemHistory]: ...
+
+    def mirrored_item_ids(self) -> set[str]: ...
+
+    def mark_removed(self, item_id: str) -> int: ...
+
+    def requeue(self, item_ids: Sequence[str]) -> int: ...
+
+
+class SyncLister(LibraryLister, Protocol):
+    """The sweep's listing, plus: which of these items does Jellyfin still have?"""
+
+    def existing_item_ids(self, item_ids: Sequence[str], batch: int = ...) -> set[str]: ...
+
+
+# Deletes every object of one item; returns how many.
+DeleteItem = Callable[[str], int]
+
+
+def sync_library(
+    lister: SyncLister,
+    jobs: SyncJobs,
+    parent_id: str,
+    *,
+    item_types: Sequence[str],
+    dry_run: bool,
+    delete: DeleteItem | None,
+    on_page: PageProgress | None = None,
+) -> SyncReport:
+    """Classify every listed item and every mirrored item no longer listed; act on them.
+
+    Queues NEW and CHANGED page by page (unless `dry_run`); with `delete`, removed
+    items lose their objects first and their done jobs become `removed` after, so a
+    failed delete leaves the row done and the next sync tries again.
+    """
+    report = SyncReport(dry_run=dry_run, delete=delete is not None)
+    seen: set[str] = set()
+    handled = 0
+    for page in lister.iter_library_pages(parent_id, item_types):
+        histories = jobs.histories([item.id for item in page.items])
+        to_queue: list[str] = []
+        for item in page.items:
+            seen.add(item.id)
+            report.names[item.id] = item.name
+            kind, changes = classify(item.fingerprint(), histories.get(item.id))
+            report.add(kind, item.id)
+            if changes:
+                report.changes[item.id] = changes
+            if kind in QUEUE_CLASSES:
+                to_queue.append(item.id)
+        if to_queue and not dry_run:
+            report.queued += jobs.requeue(to_queue)
+        handled += len(page.items)
+        if on_page is not None:
+            on_page(handled, page.total)
+    for item_id in _removed(lister, jobs.mirrored_item_ids() - seen):
+        report.add(SyncClass.REMOVED, item_id)
+        if delete is not None and not dry_run:
+            report.deleted_objects += delete(item_id)
+            jobs.mark_removed(item_id)
+    return report
+
+
+def _removed(lister: SyncLister, candidates: Iterable[str]) -> list[str]:
+    """Mirrored items outside this listing that Jellyfin no longer has at all.
+
+    Not being listed is not enough: the item may sit in another library, or be of a
+    type this sync did not ask for.
+    """
+    unlisted = sorted(candidates)
+    if not unlisted:
+        return []
+    still_there = lister.existing_item_ids(unlisted)
+    return [item_id for item_id in unlisted if item_id not in still_there]

@@ -1,0 +1,69 @@
+"""`mirror sync`'s classification: a pure function of the listing and the job history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mirror.db.mirrored import ItemHistory
+from mirror.sync import SyncClass, classify, fingerprint_changes
+
+ITEM = "a" * 32
+SOURCE = {"media_source_id": ITEM, "path": "/m/a.mkv", "size": 100, "etag": "e1"}
+
+
+def history(status: str, source: dict[str, Any] | None = SOURCE) -> ItemHistory:
+    return ItemHistory(ITEM, status, source if status == "done" else None, status == "done")
+
+
+def test_never_mirrored_is_new() -> None:
+    assert classify({"path": "/m/a.mkv"}, None) == (SyncClass.NEW, [])
+
+
+def test_removed_earlier_and_back_in_the_library_is_new() -> None:
+    assert classify({"path": "/m/a.mkv"}, history("removed"))[0] is SyncClass.NEW
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ("new", SyncClass.QUEUED),
+        ("processing", SyncClass.QUEUED),
+        ("failed", SyncClass.FAILED),
+        ("cancelled", SyncClass.FAILED),
+    ],
+)
+def test_active_and_unfinished_jobs(status: str, expected: SyncClass) -> None:
+    assert classify({"path": "/m/a.mkv", "size": 999}, history(status))[0] is expected
+
+
+def test_same_fingerprint_is_unchanged() -> None:
+    assert classify({"path": "/m/a.mkv", "size": 100, "etag": "e1"}, history("done")) == (
+        SyncClass.UNCHANGED,
+        [],
+    )
+
+
+@pytest.mark.parametrize(
+    ("current", "change"),
+    [
+        ({"path": "/m/b.mkv", "size": 100, "etag": "e1"}, "path /m/a.mkv -> /m/b.mkv"),
+        ({"path": "/m/a.mkv", "size": 200, "etag": "e1"}, "size 100 -> 200"),
+        ({"path": "/m/a.mkv", "size": 100, "etag": "e2"}, "etag e1 -> e2"),
+    ],
+)
+def test_path_size_or_etag_difference_is_changed(current: dict[str, Any], change: str) -> None:
+    assert classify(current, history("done")) == (SyncClass.CHANGED, [change])
+
+
+def test_facts_missing_on_either_side_are_not_compared() -> None:
+    # Jellyfin left Size out of the listing; the row has no ETag.
+    assert fingerprint_changes({"path": "/m/a.mkv", "size": 100}, {"path": "/m/a.mkv"}) == []
+    assert fingerprint_changes({"size": 100}, {"size": 100, "etag": "new"}) == []
+
+
+def test_done_job_without_fingerprint_counts_as_unchanged() -> None:
+    assert classify({"path": "/m/x.mkv", "size": 1}, history("done", None))[0] is (
+        SyncClass.UNCHANGED
+    )
