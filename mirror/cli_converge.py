@@ -31,6 +31,7 @@ from mirror import app as composition
 from mirror.db.mirrored import ItemHistory, MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.item import normalize_item_id
+from mirror.jellyfin.kinds import check_item_kinds
 from mirror.manifest import ManifestError, decode_manifest, restored_job
 from mirror.settings import Settings
 from mirror.storage import item_prefix
@@ -76,7 +77,10 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         """
         if (library is None) == (parent_id is None):
             raise ctx.usage_error("give --library NAME or --parent-id ID (exactly one)")
-        types = [t.strip() for t in item_types.split(",") if t.strip()]
+        try:
+            types = list(check_item_kinds(t for t in item_types.split(",") if t.strip()))
+        except ValueError as error:
+            raise ctx.usage_error(f"--type: {error}") from None
         if not types:
             raise ctx.usage_error("--type needs at least one item type, e.g. Movie,Episode")
         config = ctx.settings()
@@ -240,6 +244,7 @@ _SYNC_ACTIONS = {
     SyncClass.CHANGED: ("queued for a re-mirror", "would be queued for a re-mirror"),
     SyncClass.UNCHANGED: ("", ""),
     SyncClass.FAILED: ("not queued: see `mirror jobs --status failed`", ""),
+    SyncClass.SKIPPED: ("not a media file (.strm, disc, folder): never queued", ""),
     SyncClass.QUEUED: ("already queued or running", ""),
 }
 
@@ -272,10 +277,12 @@ def sync_details(report: SyncReport) -> Table:
     table = Table(show_header=True)
     for name in ("item", "name", "class", "detail"):
         table.add_column(name)
-    shown = (SyncClass.NEW, SyncClass.CHANGED, SyncClass.REMOVED, SyncClass.FAILED)
+    shown = (
+        SyncClass.NEW, SyncClass.CHANGED, SyncClass.REMOVED, SyncClass.FAILED, SyncClass.SKIPPED
+    )  # fmt: skip
     rows = [(kind, item) for kind in shown for item in sorted(report.items[kind])]
     for kind, item in rows[:DETAIL_ROWS]:
-        detail = "; ".join(report.changes.get(item, []))
+        detail = "; ".join(report.changes.get(item, [])) or report.skipped_kinds.get(item, "")
         table.add_row(item, report.names.get(item, ""), kind.value, detail)
     if len(rows) > DETAIL_ROWS:
         table.caption = f"first {DETAIL_ROWS} of {len(rows)}; --json lists all"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
+from mirror.sources import non_file_kind
 from mirror.sweep import LibraryLister, PageProgress
 
 # Facts compared between the row's `source` and the listing, when both sides have them.
@@ -32,6 +33,7 @@ class SyncClass(enum.StrEnum):
     UNCHANGED = "unchanged"
     FAILED = "failed"  # its newest job failed or was cancelled: see `mirror show`
     QUEUED = "queued"  # a job is queued or running already
+    SKIPPED = "skipped"  # not one media file (.strm, disc image, folder): never queued
 
 
 QUEUE_CLASSES = frozenset({SyncClass.NEW, SyncClass.CHANGED})
@@ -74,6 +76,7 @@ class SyncReport:
         default_factory=lambda: {kind: [] for kind in SyncClass}
     )
     changes: dict[str, list[str]] = field(default_factory=dict)  # item id -> what changed
+    skipped_kinds: dict[str, str] = field(default_factory=dict)  # item id -> ".strm link", ...
     names: dict[str, str] = field(default_factory=dict)
     queued: int = 0  # jobs created for new and changed items
     deleted_objects: int = 0
@@ -94,6 +97,7 @@ class SyncReport:
             "counts": self.counts(),
             "items": {kind.value: sorted(ids) for kind, ids in self.items.items()},
             "changes": self.changes,
+            "skipped": self.skipped_kinds,
             "queued": self.queued,
             "deleted_objects": self.deleted_objects,
         }
@@ -146,6 +150,11 @@ def sync_library(
         for item in page.items:
             seen.add(item.id)
             report.names[item.id] = item.name
+            not_a_file = non_file_kind(item)
+            if not_a_file is not None:  # its job would only fail, as in a sweep
+                report.add(SyncClass.SKIPPED, item.id)
+                report.skipped_kinds[item.id] = not_a_file
+                continue
             kind, changes = classify(item.fingerprint(), histories.get(item.id))
             report.add(kind, item.id)
             if changes:

@@ -55,6 +55,7 @@ def test_sync_remirrors_a_replaced_file_and_deletes_a_removed_item(
     assert old.source["size"] == sample_h264_aac.size and old.source["etag"]
     assert sync(stack)["counts"] == {
         "new": 0, "changed": 0, "removed": 0, "unchanged": 2, "failed": 0, "queued": 0,
+        "skipped": 0,
     }  # fmt: skip
 
     # A better release replaces the file: new size, new ETag.

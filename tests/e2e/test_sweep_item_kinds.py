@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from mirror.testing.media import SampleMedia
@@ -52,3 +53,29 @@ def test_a_sweep_skips_what_is_not_a_media_file_and_says_why(
     assert not queued & {missing, linked, disc, series}
     listings = [r for r in stack.jellyfin.requests if r.path == "/Items" and "parentId" in r.query]
     assert listings and all("excludeLocationTypes=Virtual" in r.query for r in listings)
+
+
+def test_sync_checks_types_and_skips_what_is_not_a_media_file_like_the_sweep(
+    stack: Stack, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    movies = stack.jellyfin.add_library("Movies")
+    typo = stack.mirror("sync", "--library", "Movies", "--type", "Movei")
+    assert typo.returncode == 2
+    assert "'Movei' is not a Jellyfin item type; did you mean 'Movie'?" in typo.stderr
+    assert stack.jellyfin.requests == []
+
+    strm = tmp_path / "Live.strm"
+    strm.write_text("http://media.example/live.m3u8\n")
+    common = {"streams": sample_h264_aac.streams, "duration_s": 4.0, "library_id": movies}
+    film = stack.jellyfin.add_item(sample_h264_aac.path, name="Film", **common)
+    linked = stack.jellyfin.add_item(strm, name="Live", protocol="Http", **common)
+    disc = stack.jellyfin.add_item(sample_h264_aac.path, name="Disc", video_type="Iso", **common)
+
+    result = stack.mirror("sync", "--library", "Movies", "--json")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["items"]["new"] == [film]
+    assert sorted(report["items"]["skipped"]) == sorted([linked, disc])
+    assert report["skipped"] == {linked: ".strm link", disc: "ISO image"}
+    assert {job.item_id for job in stack.repo.list(limit=100)} == {film}
