@@ -36,7 +36,7 @@ def test_postgres_down_around_the_end_of_the_upload_still_ends_in_one_done_attem
     stack.wait_for(lambda: phase_of(stack, item) == "upload", 120, "the upload")
     pg_proxy.go_down()
     down_at = time.monotonic()
-    stack.wait_for(lambda: len(stack.object_keys()) == 3, 120, "every output in S3")
+    stack.wait_for(lambda: len(stack.object_keys()) == 4, 120, "every output and the manifest in S3")
     # mark_done met the outage (the retry line), with every output already uploaded
     stack.wait_for(
         lambda: "database unavailable" in stack.log_of("a"), 30, "mark_done meeting the outage"
@@ -48,7 +48,7 @@ def test_postgres_down_around_the_end_of_the_upload_still_ends_in_one_done_attem
     assert (job.status, job.attempts) == ("done", 1), job.error
     history = AttemptLog(stack.repo.engine).attempts_of(job.id)
     assert [attempt.outcome for attempt in history] == ["done"]
-    assert len(stack.object_keys()) == 3
+    assert len(stack.object_keys()) == 4  # video, two audio tracks, manifest.json
     assert "Traceback" not in stack.log_of("a")
 
 

@@ -74,7 +74,7 @@ def test_sidecars_listed_first_do_not_shift_the_files_streams(
     assert all(
         s["reason"].startswith("external file") for s in job.skipped_streams or [] if "path" in s
     )
-    assert len(stack.object_keys()) == 3
+    assert len(stack.object_keys()) == 4  # video, two audio tracks, manifest.json
 
 
 def test_cover_art_is_skipped_and_the_real_video_is_mirrored(
@@ -137,7 +137,7 @@ def test_item_without_audio_is_done_with_no_audio_keys(stack: Stack, library_sha
     assert job.status == "done", job.error
     assert job.audio_keys == []
     assert job.video is not None and job.video["codec"] == "h264"
-    assert stack.object_keys() == [f"mirror/{item}/video.mp4"]
+    assert stack.object_keys() == [f"mirror/{item}/manifest.json", f"mirror/{item}/video.mp4"]
 
 
 def test_jellyfin_listing_more_audio_than_the_file_has_fails_naming_both(
