@@ -36,7 +36,9 @@ def test_postgres_down_around_the_end_of_the_upload_still_ends_in_one_done_attem
     stack.wait_for(lambda: phase_of(stack, item) == "upload", 120, "the upload")
     pg_proxy.go_down()
     down_at = time.monotonic()
-    stack.wait_for(lambda: len(stack.object_keys()) == 4, 120, "every output and the manifest in S3")
+    stack.wait_for(
+        lambda: len(stack.object_keys()) == 4, 120, "every output and the manifest in S3"
+    )
     # mark_done met the outage (the retry line), with every output already uploaded
     stack.wait_for(
         lambda: "database unavailable" in stack.log_of("a"), 30, "mark_done meeting the outage"
