@@ -90,7 +90,7 @@ def fill(engine: Engine, done: int) -> None:
                 WITH running AS (
                     INSERT INTO media_mirror.jobs (item_id, status, attempts, worker_id,
                         lease_token, taken_at, heartbeat_at, heartbeat_data)
-                    SELECT md5('r' || n), 'processing', 1, 'bench:' || n || ':0',
+                    SELECT md5('r' || n), 'processing', 1, 'bench-' || n,
                            gen_random_uuid(), now() - interval '5 min', now(),
                            jsonb_build_object('phase', 'download', 'bytes_done', n * 1000000,
                                'bytes_total', 400000000, 'percent', n / 2.0,
@@ -104,13 +104,9 @@ def fill(engine: Engine, done: int) -> None:
                 """
             )
         )
-    with engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(
-            text("VACUUM ANALYZE media_mirror.jobs")
-        )
-        conn.execution_options(isolation_level="AUTOCOMMIT").execute(
-            text("VACUUM ANALYZE media_mirror.job_attempts")
-        )
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE media_mirror.jobs"))
+        conn.execute(text("VACUUM ANALYZE media_mirror.job_attempts"))
 
 
 def old_scrape_s(engine: Engine) -> float:
@@ -185,10 +181,9 @@ def main() -> None:
     for name, seconds in figures.items():
         say(f"after: {name:<45} median {seconds * 1000:6.1f} ms")
     worst = max(figures.values())
+    verdict = "PASS" if worst < 0.1 else "MISS"
     print(
-        harness.ratio_line(
-            f"slowest request at {rows} + 200 running (ms)", worst * 1000, "< 100", worst < 0.1
-        )
+        f"slowest request at {rows} + 200 running: {worst * 1000:.1f} ms (target < 100) {verdict}"
     )
 
 
