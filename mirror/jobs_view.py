@@ -146,6 +146,18 @@ def jobs_table(
 def job_details(
     record: JobRecord, attempts: list[AttemptRecord] | None = None, now: datetime | None = None
 ) -> Group:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for name, value in detail_rows(record, now):
+        table.add_row(name, Text(value, style=STATUS_STYLES.get(value, "")))
+    if not attempts:
+        return Group(table)
+    return Group(table, Text(""), attempts_table(attempts))
+
+
+def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[str, str]]:
+    """(label, value) lines of `mirror show`, shared with the dashboard's job page."""
     phase, percent, counts = progress_summary(record.heartbeat_data)
     rows: list[tuple[str, str]] = [
         ("job", str(record.id)),
@@ -179,14 +191,7 @@ def job_details(
         rows.append(("skipped", _skipped_line(skipped)))
     if record.error:
         rows.append(("error", record.error))
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
-    for name, value in rows:
-        table.add_row(name, Text(value, style=STATUS_STYLES.get(value, "")))
-    if not attempts:
-        return Group(table)
-    return Group(table, Text(""), attempts_table(attempts))
+    return rows
 
 
 _VIDEO_FACTS = ("codec", "width", "height")

@@ -65,7 +65,7 @@ class QueueCollector(Collector):
         yield _gauge("mirror_database_up", "1 when the last scrape could read Postgres.", 1)
         yield _gauge(
             "mirror_metrics_query_seconds",
-            "Time the scrape's queries took (they scan jobs and job_attempts).",
+            "Time the scrape's queries took (running totals and the active jobs).",
             time.monotonic() - began,
         )
         yield from snapshot_metrics(snapshot)

@@ -142,6 +142,8 @@ class Settings(BaseSettings):
     webhook_item_types: CommaList = ("Movie", "Episode")
     # ItemDeleted webhook: false = log and count only; true = delete the item's objects.
     delete_removed: bool = False
+    # The dashboard's login; unset: the dashboard and API are read-only (actions 403).
+    ui_password: Secret = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -32,6 +32,7 @@ from mirror.item import normalize_item_id
 from mirror.logs import get_logger
 from mirror.redact import redact
 from mirror.storage import item_prefix
+from mirror.web_dashboard import DashboardApi, dashboard_api, dashboard_rules
 from mirror.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class MirrorWeb:
         stats: QueueStats,
         webhook: WebhookPolicy,
         remover: ItemRemover | None = None,
+        dashboard: DashboardApi | None = None,
     ) -> None:
         self.jobs = jobs
         self.stats = stats
@@ -96,6 +98,7 @@ class MirrorWeb:
                 Rule("/healthz", endpoint=self.healthz, methods=["GET"]),
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
+                *(dashboard_rules(dashboard) if dashboard is not None else []),
             ]
         )
 
@@ -103,9 +106,9 @@ class MirrorWeb:
         request = Request(environ)
         request.max_content_length = MAX_BODY_BYTES
         try:
-            endpoint, _ = self.routes.bind_to_environ(environ).match()
-            handler: Callable[[Request], Response] = endpoint
-            response = handler(request)
+            endpoint, args = self.routes.bind_to_environ(environ).match()
+            handler: Callable[..., Response] = endpoint
+            response = handler(request, **args)
         except HTTPException as error:
             response = _json({"error": error.name.lower()}, error.code or 500)
             for name, value in error.get_headers():
@@ -302,7 +305,8 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     if policy.delete_removed:
         bucket = composition.bucket(settings, threads=threads)
         remover = item_remover(bucket, MirroredItems(engine), settings.s3_prefix)
-    web = MirrorWeb(JobRepository(engine), stats, policy, remover)
+    jobs = JobRepository(engine)
+    web = MirrorWeb(jobs, stats, policy, remover, dashboard_api(settings, engine, jobs))
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
@@ -315,7 +319,7 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
     for url in _listening(server):
-        log.info("serving on %s (GET /healthz, GET /metrics, POST /hooks/jellyfin)", url)
+        log.info("serving on %s (GET / dashboard, /api/, /healthz, /metrics, /hooks/jellyfin)", url)
 
     def stop(signum: int, frame: object) -> NoReturn:
         raise SystemExit(0)  # waitress's loop ends its worker threads on SystemExit

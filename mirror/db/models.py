@@ -13,12 +13,15 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
+    Column,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
     MetaData,
+    Numeric,
+    Table,
     Text,
     Uuid,
     literal_column,
@@ -105,6 +108,11 @@ class Job(Base):
         Index("ix_jobs_stale", "heartbeat_at", postgresql_where=text("status = 'processing'")),
         # `mirror show ITEM_ID` and the sweep's "already mirrored?" check.
         Index("ix_jobs_item_created", "item_id", "created_at"),
+        # The dashboard's and the API's pages of jobs (keyset: created_at, id), per status.
+        Index("ix_jobs_status_created", "status", "created_at", "id"),
+        Index("ix_jobs_created", "created_at", "id"),
+        # The dashboard's recent failures.
+        Index("ix_jobs_failed_finished", "finished_at", postgresql_where=text("status = 'failed'")),
     )
 
 
@@ -139,4 +147,18 @@ class JobAttempt(Base):
     __table_args__ = (
         Index("ix_job_attempts_job", "job_id", "attempt"),
         Index("ix_job_attempts_open", "claimed_at", postgresql_where=text("ended_at IS NULL")),
+        # Throughput of the last hour (jobs and bytes mirrored).
+        Index("ix_job_attempts_done_ended", "ended_at", postgresql_where=text("outcome = 'done'")),
     )
+
+
+# Running totals as deltas appended by triggers (migration 0005) in the same transaction
+# as each state change; summed by mirror/db/counters.py. No key: rows are only appended,
+# then folded together.
+counters = Table(
+    "counters",
+    Base.metadata,
+    Column("name", Text, nullable=False),
+    Column("label", Text, nullable=False, server_default=text("''")),
+    Column("value", Numeric, nullable=False),
+)

@@ -1,11 +1,10 @@
 """Read-only figures about the queue for `/healthz` and `/metrics`, straight from Postgres.
 
-Metrics come from the tables, not from counters in one process, so a scrape of any
-`mirror serve` covers every worker on every host. Cost with millions of finished rows:
-two full scans per scrape, one of jobs (counts per status: no index covers finished
-rows) and one of job_attempts (totals and phase histograms together); on a small 2-core
-machine about 0.2 s and 0.6 s per million rows. Everything about active jobs reads only
-the partial indexes of new and processing rows.
+Metrics come from Postgres, not from counters in one process, so a scrape of any
+`mirror serve` covers every worker on every host. Counts per status and sums over the
+attempt history come from the running totals that triggers keep (`mirror/db/counters`),
+so a scrape costs the same at a million finished jobs as at ten; everything about
+active jobs reads only the partial indexes of new and processing rows.
 """
 
 from __future__ import annotations
@@ -16,12 +15,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from mirror.db.counters import PHASES, Totals, fold, read_totals
 from mirror.db.engine import describe_database_error
-from mirror.db.models import STATUSES
 
 _JOBS = "media_mirror.jobs"
-_ATTEMPTS = "media_mirror.job_attempts"
-PHASES = ("download", "transcode", "upload")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +84,15 @@ class QueueStats:
 
     def snapshot(self, bucket_bounds: Sequence[float], running_limit: int = 500) -> QueueSnapshot:
         """Every figure of a scrape, read in one transaction so they agree with each other."""
+        fold(self.engine)
         with self.engine.connect() as conn:
             # One snapshot for all statements: the totals and counts describe one instant.
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            counts = self._jobs_by_status(conn)
+            running_totals = read_totals(conn)
             due, oldest = self._due(conn)
-            totals, phases = self._attempt_history(conn, bucket_bounds)
+            totals, phases = self._from_totals(running_totals, bucket_bounds)
             return QueueSnapshot(
-                jobs_by_status=counts,
+                jobs_by_status=running_totals.jobs_by_status,
                 due=due,
                 oldest_due_age_s=oldest,
                 attempts=totals,
@@ -102,14 +100,6 @@ class QueueStats:
                 running=self._running(conn, running_limit),
                 waiting=self._waiting(conn),
             )
-
-    @staticmethod
-    def _jobs_by_status(conn: Connection) -> dict[str, int]:
-        """Full scan of jobs (no index on status covers finished rows)."""
-        rows = conn.execute(text(f"SELECT status, count(*) AS n FROM {_JOBS} GROUP BY status"))
-        counts = dict.fromkeys(STATUSES, 0)
-        counts.update({row.status: row.n for row in rows})
-        return counts
 
     @staticmethod
     def _waiting(conn: Connection) -> dict[str, int]:
@@ -140,58 +130,29 @@ class QueueStats:
         return int(row.n), max(0.0, float(row.oldest))
 
     @staticmethod
-    def _attempt_history(
-        conn: Connection, bounds: Sequence[float]
+    def _from_totals(
+        totals: Totals, bounds: Sequence[float]
     ) -> tuple[AttemptTotals, tuple[PhaseDurations, ...]]:
-        """Full scan of job_attempts, once: totals and every phase's `le` counts together.
-
-        Grouped by outcome (NULL: still running) and summed here, so outcomes come free.
-        """
-        ordered = sorted(float(bound) for bound in bounds)
-        columns = []
+        """The attempt figures of a scrape, from the running totals (no scan)."""
+        attempts = AttemptTotals(
+            claims=totals.claims,
+            by_outcome=dict(totals.by_outcome),
+            heartbeat_writes=totals.heartbeat_writes,
+            bytes_downloaded=totals.bytes_downloaded,
+            bytes_uploaded=totals.bytes_uploaded,
+        )
+        phases = []
         for phase in PHASES:
-            columns += [
-                f"count({phase}_s) AS {phase}_n",
-                f"COALESCE(sum({phase}_s), 0) AS {phase}_sum",
-                *(
-                    f"count(*) FILTER (WHERE {phase}_s <= :b{i}) AS {phase}_le{i}"
-                    for i in range(len(ordered))
-                ),
-            ]
-        rows = conn.execute(
-            text(
-                f"""
-                SELECT outcome, count(*) AS n,
-                       COALESCE(sum(heartbeat_writes), 0) AS beats,
-                       COALESCE(sum(bytes_downloaded), 0) AS down,
-                       COALESCE(sum(bytes_uploaded), 0) AS up,
-                       {", ".join(columns)}
-                FROM {_ATTEMPTS} GROUP BY outcome
-                """
-            ),
-            {f"b{i}": bound for i, bound in enumerate(ordered)},
-        ).all()
-
-        def total(column: str) -> int:
-            return sum(int(getattr(row, column)) for row in rows)
-
-        totals = AttemptTotals(
-            claims=total("n"),
-            by_outcome={row.outcome: int(row.n) for row in rows if row.outcome is not None},
-            heartbeat_writes=total("beats"),
-            bytes_downloaded=total("down"),
-            bytes_uploaded=total("up"),
-        )
-        phases = tuple(
-            PhaseDurations(
-                phase=phase,
-                buckets=tuple((bound, total(f"{phase}_le{i}")) for i, bound in enumerate(ordered)),
-                count=total(f"{phase}_n"),
-                sum_s=sum(float(getattr(row, f"{phase}_sum")) for row in rows),
+            buckets, count = totals.phase_histogram(phase, bounds)
+            phases.append(
+                PhaseDurations(
+                    phase=phase,
+                    buckets=buckets,
+                    count=count,
+                    sum_s=totals.phase_sums.get(phase, 0.0),
+                )
             )
-            for phase in PHASES
-        )
-        return totals, phases
+        return attempts, tuple(phases)
 
     @staticmethod
     def _running(conn: Connection, limit: int) -> tuple[RunningJob, ...]:

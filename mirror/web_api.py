@@ -1,0 +1,320 @@
+"""The dashboard's JSON API under /api/ and its login, for `mirror serve`.
+
+Reads go through `DashboardQueries` (indexed, fast at a million jobs), actions through
+`JobRepository`, the same operations as `mirror cancel`, `mirror retry` and `mirror
+enqueue`. Every answer passes through `redact`; the lease token never leaves the row.
+Errors: 400 bad input, 401 no login, 403 read-only or CSRF, 404 unknown job, 409 the
+job's status forbids the action.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request, Response
+
+from mirror.db.attempts import AttemptLog
+from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
+from mirror.db.models import STATUSES
+from mirror.db.records import JobNotFound, JobRecord, JobStateError
+from mirror.db.repository import JobRepository
+from mirror.jobs_view import phase_eta
+from mirror.redact import redact
+from mirror.web_auth import (
+    CSRF_HEADER,
+    Session,
+    UiAuth,
+    clear_session_cookie,
+    set_session_cookie,
+)
+
+MAX_LIMIT = 500
+Handler = Callable[..., Response]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    # Answers never quote a secret, even one an error message might carry.
+    response = Response(redact(json.dumps(data)) + "\n", status, content_type="application/json")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def item_name(record: JobRecord) -> str:
+    """Jellyfin's name where a heartbeat or the source recorded one, else the item id."""
+    data = record.heartbeat_data or {}
+    if isinstance(data.get("name"), str) and data["name"]:
+        return str(data["name"])
+    path = (record.source or {}).get("path")
+    if isinstance(path, str) and path:
+        return path.replace("\\", "/").rsplit("/", 1)[-1]
+    return record.item_id
+
+
+def job_json(record: JobRecord, now: datetime) -> dict[str, Any]:
+    """The row (no lease token) plus what a person wants to read off it."""
+    data = record.heartbeat_data or {}
+    running = record.status == "processing"
+    elapsed = (now - record.taken_at).total_seconds() if record.taken_at else None
+    age = (now - record.heartbeat_at).total_seconds() if running and record.heartbeat_at else None
+    eta = phase_eta(data, elapsed if data.get("phase") == "download" else None)
+    return {
+        **record.to_json(),
+        "name": item_name(record),
+        "phase": data.get("phase"),
+        "percent": data.get("percent"),
+        "speed": data.get("speed"),
+        "eta_s": None if eta is None or not running else round(eta, 1),
+        "heartbeat_age_s": None if age is None else round(max(0.0, age), 1),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What this request may do: read, act, and the CSRF token its page must send."""
+
+    login_required: bool
+    session: Session | None
+
+    @property
+    def can_read(self) -> bool:
+        return not self.login_required or self.session is not None
+
+    @property
+    def can_act(self) -> bool:
+        return self.session is not None
+
+
+class DashboardApi:
+    """Handlers of /api/...; `MirrorWeb` routes to them."""
+
+    def __init__(
+        self,
+        jobs: JobRepository,
+        queries: DashboardQueries,
+        attempts: AttemptLog,
+        auth: UiAuth,
+        *,
+        stale_timeout_s: float,
+        max_attempts: int = 3,
+    ) -> None:
+        self.jobs = jobs
+        self.queries = queries
+        self.attempts = attempts
+        self.auth = auth
+        self.stale_timeout_s = stale_timeout_s
+        self.max_attempts = max_attempts
+
+    def rules(self) -> list[Rule]:
+        get, post = ["GET"], ["POST"]
+        return [
+            Rule("/api/session", endpoint=self.guard(self.session_info, public=True), methods=get),
+            Rule("/api/login", endpoint=self.login, methods=post),
+            Rule("/api/logout", endpoint=self.logout, methods=post),
+            Rule("/api/overview", endpoint=self.guard(self.overview), methods=get),
+            Rule("/api/jobs", endpoint=self.guard(self.list_jobs), methods=get),
+            Rule("/api/search", endpoint=self.guard(self.search), methods=get),
+            Rule("/api/jobs/<uuid:job_id>", endpoint=self.guard(self.job), methods=get),
+            Rule("/api/jobs/<job_id>", endpoint=self.guard(self.not_a_job), methods=get),
+            Rule(
+                "/api/jobs/<uuid:job_id>/cancel",
+                endpoint=self.guard(self.cancel, action=True),
+                methods=post,
+            ),
+            Rule(
+                "/api/jobs/<uuid:job_id>/retry",
+                endpoint=self.guard(self.retry, action=True),
+                methods=post,
+            ),
+            Rule("/api/enqueue", endpoint=self.guard(self.enqueue, action=True), methods=post),
+        ]
+
+    def access(self, request: Request) -> Access:
+        return Access(login_required=self.auth.enabled, session=self.auth.session(request))
+
+    def guard(self, handler: Handler, *, action: bool = False, public: bool = False) -> Handler:
+        """Login, read-only and CSRF rules around a handler, and JSON for every error."""
+
+        def guarded(request: Request, **args: Any) -> Response:
+            access = self.access(request)
+            try:
+                if not public and not access.can_read:
+                    raise ApiError(401, "log in first (POST /api/login)")
+                if action:
+                    if not access.login_required:
+                        raise ApiError(403, "read-only: set MIRROR_UI_PASSWORD to allow actions")
+                    if access.session is None:
+                        raise ApiError(401, "log in first (POST /api/login)")
+                    if not self.auth.csrf_ok(request, access.session):
+                        raise ApiError(403, f"missing or wrong {CSRF_HEADER} header (CSRF)")
+                return handler(request, access=access, **args)
+            except ApiError as error:
+                return json_response({"error": str(error)}, error.status)
+            except JobNotFound as error:
+                return json_response({"error": str(error)}, 404)
+            except JobStateError as error:
+                return json_response({"error": str(error)}, 409)
+
+        return guarded
+
+    # -- session ------------------------------------------------------------------------
+
+    def session_info(self, request: Request, access: Access) -> Response:
+        return json_response(
+            {
+                "login_required": access.login_required,
+                "logged_in": access.session is not None,
+                "can_act": access.can_act,
+                "csrf_token": access.session.csrf_token if access.session else None,
+            }
+        )
+
+    def login(self, request: Request) -> Response:
+        """`{"password": ...}` (JSON or a form): a session cookie and the CSRF token."""
+        if not self.auth.enabled:
+            return json_response({"error": "no login: MIRROR_UI_PASSWORD is not set"}, 403)
+        origin = request.headers.get("Origin")
+        if origin is not None and origin != request.host_url.rstrip("/"):
+            return json_response({"error": "cross-site login refused (CSRF)"}, 403)
+        try:
+            body = _body(request)
+        except ApiError as error:
+            return json_response({"error": str(error)}, error.status)
+        password = body.get("password")
+        if not isinstance(password, str):
+            return json_response({"error": "password is missing"}, 400)
+        cookie = self.auth.login(password)
+        if cookie is None:
+            return json_response({"error": "wrong password"}, 401)
+        response = json_response({"logged_in": True})
+        set_session_cookie(response, cookie, secure=request.scheme == "https")
+        session = self.auth.session(_with_cookie(request, cookie))
+        assert session is not None
+        response.set_data(redact(json.dumps({"logged_in": True, "csrf_token": session.csrf_token})))
+        return response
+
+    def logout(self, request: Request) -> Response:
+        response = json_response({"logged_in": False})
+        clear_session_cookie(response)
+        return response
+
+    # -- reads --------------------------------------------------------------------------
+
+    def overview(self, request: Request, access: Access) -> Response:
+        return json_response(self.overview_json(self.queries.overview(), access))
+
+    def overview_json(self, view: Overview, access: Access) -> dict[str, Any]:
+        return {
+            "jobs_by_status": view.jobs_by_status,
+            "due": view.due,
+            "oldest_due_age_s": round(view.oldest_due_age_s, 1),
+            "last_hour": {
+                "jobs_done": view.done_last_hour,
+                "bytes_downloaded": view.bytes_downloaded_last_hour,
+                "bytes_uploaded": view.bytes_uploaded_last_hour,
+            },
+            "stale_timeout_s": self.stale_timeout_s,
+            "running": [job_json(r, view.now) for r in view.running],
+            "failures": [job_json(r, view.now) for r in view.failures],
+            "can_act": access.can_act,
+            "login_required": access.login_required,
+        }
+
+    def list_jobs(self, request: Request, access: Access) -> Response:
+        status = request.args.get("status") or None
+        if status is not None and status not in STATUSES:
+            raise ApiError(400, f"status must be one of {', '.join(STATUSES)}")
+        limit = _int_arg(request, "limit", 50, 1, MAX_LIMIT)
+        try:
+            records, cursor = self.queries.page(
+                status=status, limit=limit, cursor=request.args.get("cursor") or None
+            )
+        except BadCursor as error:
+            raise ApiError(400, str(error)) from None
+        now = datetime.now(UTC)
+        return json_response({"jobs": [job_json(r, now) for r in records], "next_cursor": cursor})
+
+    def search(self, request: Request, access: Access) -> Response:
+        query = request.args.get("q", "").strip()
+        if not query or len(query) > 200:
+            raise ApiError(400, "q: 1 to 200 characters (an item id or part of a name)")
+        now = datetime.now(UTC)
+        return json_response({"jobs": [job_json(r, now) for r in self.queries.search(query)]})
+
+    def job(self, request: Request, access: Access, job_id: uuid.UUID) -> Response:
+        record = self.jobs.get(job_id)
+        attempts = [a.to_json() for a in self.attempts.attempts_of(job_id)]
+        for attempt in attempts:
+            attempt.pop("lease_token", None)
+        return json_response({"job": job_json(record, datetime.now(UTC)), "attempts": attempts})
+
+    def not_a_job(self, request: Request, access: Access, job_id: str) -> Response:
+        raise ApiError(404, f"no job with id {job_id[:64]!r}")
+
+    # -- actions ------------------------------------------------------------------------
+
+    def cancel(self, request: Request, access: Access, job_id: uuid.UUID) -> Response:
+        return json_response({"job": job_json(self.jobs.cancel(job_id), datetime.now(UTC))})
+
+    def retry(self, request: Request, access: Access, job_id: uuid.UUID) -> Response:
+        return json_response({"job": job_json(self.jobs.retry(job_id), datetime.now(UTC))})
+
+    def enqueue(self, request: Request, access: Access) -> Response:
+        """`{"item_id": ..., "priority": 0}`: a new job, or the item's active one."""
+        body = _body(request)
+        item_id, priority = body.get("item_id"), body.get("priority", 0)
+        if not isinstance(item_id, str):
+            raise ApiError(400, "item_id is missing")
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ApiError(400, "priority must be an integer")
+        try:
+            result = self.jobs.enqueue([item_id], priority=priority, max_attempts=self.max_attempts)
+        except ValueError as error:
+            raise ApiError(400, f"item_id: {error}") from None
+        status = "queued" if result[0].created else "already queued"
+        job = job_json(result[0].job, datetime.now(UTC))
+        return json_response({"status": status, "job": job}, 201 if result[0].created else 200)
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if request.mimetype == "application/json":
+        try:
+            data = json.loads(request.get_data(cache=True) or b"{}")
+        except (ValueError, RecursionError):
+            raise ApiError(400, "body is not JSON") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "body must be a JSON object")
+        return data
+    return dict(request.form)
+
+
+def _int_arg(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, f"{name} must be an integer") from None
+    if not low <= value <= high:
+        raise ApiError(400, f"{name} must be between {low} and {high}")
+    return value
+
+
+def _with_cookie(request: Request, cookie: str) -> Request:
+    from mirror.web_auth import COOKIE
+
+    environ = dict(request.environ)
+    environ["HTTP_COOKIE"] = f"{COOKIE}={cookie}"
+    return Request(environ)

@@ -1,0 +1,37 @@
+"""Wiring of the dashboard into `mirror serve`: its routes and its parts from settings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+from werkzeug.routing import Rule
+
+from mirror.db.attempts import AttemptLog
+from mirror.db.dashboard import DashboardQueries
+from mirror.db.repository import JobRepository
+from mirror.web_api import DashboardApi
+from mirror.web_auth import UiAuth
+from mirror.web_pages import DashboardPages
+
+if TYPE_CHECKING:
+    from mirror.settings import Settings
+
+__all__ = ["DashboardApi", "dashboard_api", "dashboard_rules"]
+
+
+def dashboard_api(settings: Settings, engine: Engine, jobs: JobRepository) -> DashboardApi:
+    """The API with the login MIRROR_UI_PASSWORD asks for (none: read-only)."""
+    password = settings.ui_password.get_secret_value() if settings.ui_password else None
+    return DashboardApi(
+        jobs,
+        DashboardQueries(engine),
+        AttemptLog(engine),
+        UiAuth(password=password),
+        stale_timeout_s=settings.stale_timeout,
+        max_attempts=settings.max_attempts,
+    )
+
+
+def dashboard_rules(api: DashboardApi) -> list[Rule]:
+    return [*api.rules(), *DashboardPages(api).rules()]

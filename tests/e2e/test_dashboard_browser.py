@@ -1,0 +1,159 @@
+"""The dashboard in headless Chromium (Debian's, driven by Playwright) while a real worker runs.
+
+A throttled download makes the progress bar move slowly enough to watch; the job is
+then cancelled from the page while ffmpeg runs, and must end `cancelled` with ffmpeg
+gone. With MIRROR_UI_PASSWORD set, the page and every action need the login first. The
+screenshot lands in docs/dashboard.png (the README shows it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mirror.testing.media import SampleMedia
+from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of
+
+pytestmark = pytest.mark.e2e
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+PASSWORD = "dashboard test password"
+SCREENSHOT = Path(__file__).parents[2] / "docs" / "dashboard.png"
+SLOW_TRANSCODE = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_X264_PRESET": "veryslow"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def served(stack: Stack) -> Iterator[str]:
+    """`mirror serve` as a user runs it, with a dashboard password; its base URL."""
+    port = free_port()
+    log = open(stack.log_dir / "serve.log", "w")  # noqa: SIM115 - closed right after start
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror.cli", "serve", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=stack.env(MIRROR_WEBHOOK_SECRET="hook secret 123", MIRROR_UI_PASSWORD=PASSWORD),
+    )
+    log.close()
+    base = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return process.poll() is not None and False
+
+    try:
+        stack.wait_for(healthy, 30, "mirror serve")
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def bar_width(page: object, job_id: str) -> float:
+    """The progress bar's fill of the job's row, in percent of the bar (0 when absent)."""
+    value = page.evaluate(  # type: ignore[attr-defined]
+        """(id) => {
+            const fill = document.querySelector(`tr.job[data-job-id="${id}"] .fill`);
+            return fill ? parseFloat(fill.style.width || "0") : 0;
+        }""",
+        job_id,
+    )
+    return float(value)
+
+
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
+def test_dashboard_shows_progress_and_cancels_a_running_job(
+    stack: Stack, served: str, sample_slow: SampleMedia
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    item = stack.add_sample(sample_slow, name="Slow Sample")
+    job_id = stack.mirror("enqueue", item).stdout.split()[0]
+    size = sample_slow.path.stat().st_size
+    stack.jellyfin.throttle(max(size // 12, 64 * 1024))  # a download of about 12 s
+    stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **SLOW_TRANSCODE)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            # Before the login: the page is a login form and actions are refused.
+            first = page.goto(served)
+            assert first is not None and first.status == 401
+            assert page.locator("#login").is_visible()
+            refused = page.evaluate(
+                "async (id) => (await fetch(`/api/jobs/${id}/cancel`, {method: 'POST'})).status",
+                job_id,
+            )
+            assert refused == 401
+            page.fill("#password", "wrong")
+            page.click("#login button")
+            stack.wait_for(
+                lambda: "wrong password" in (page.locator("#message").text_content() or ""),
+                10,
+                "the wrong password message",
+            )
+            page.fill("#password", PASSWORD)
+            page.click("#login button")
+            page.wait_for_selector("#running", timeout=15_000)
+
+            # The bar of the running job moves while the download arrives.
+            page.wait_for_selector(f'tr.job[data-job-id="{job_id}"]', timeout=30_000)
+            deadline = time.monotonic() + 30
+            widths = [bar_width(page, job_id)]
+            while time.monotonic() < deadline and not (
+                len({w for w in widths if w > 0}) >= 3
+                and widths[-1] > min(w for w in widths if w > 0)
+            ):
+                page.wait_for_timeout(500)
+                widths.append(bar_width(page, job_id))
+            seen = [w for w in widths if w > 0]
+            assert len(set(seen)) >= 3 and seen[-1] > seen[0], widths
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+            # Cancel from the page once ffmpeg runs: the row says cancelled, ffmpeg is gone.
+            stack.jellyfin.throttle(None)
+            stack.wait_for(lambda: phase_of(stack, item) == "transcode", 60, "transcode")
+            stack.wait_for(lambda: ffmpeg_pids(str(stack.work_dir)), 30, "ffmpeg")
+            page.click(f'tr.job[data-job-id="{job_id}"] button.cancel')
+            stack.wait_for(lambda: stack.job(item).status == "cancelled", 10, "cancelled row")
+            stack.wait_for(lambda: not ffmpeg_pids(str(stack.work_dir)), 10, "ffmpeg to die")
+            stack.wait_for(
+                lambda: page.locator(f'tr.job[data-job-id="{job_id}"]').count() == 0,
+                10,
+                "the row to leave the running table",
+            )
+            stack.wait_for(
+                lambda: "attempt ended: cancelled" in stack.log_of("a"), 15, "the attempt's end"
+            )
+            # The job page shows it as `mirror show` does, with its attempt history.
+            page.goto(f"{served}/jobs/{job_id}")
+            assert page.locator("#job-status").text_content() == "cancelled"
+            assert page.locator("#attempts tbody tr").count() == 1
+        finally:
+            browser.close()
+    assert stack.object_keys() == []
+    print(f"progress bar widths seen: {widths}")
