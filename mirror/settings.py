@@ -137,6 +137,8 @@ class Settings(BaseSettings):
     x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
     x264_crf: int = Field(default=23, ge=0, le=51)
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
+    # hls: fragmented MP4 + playlists + WebVTT subtitles; mp4: faststart files only.
+    output_format: Literal["hls", "mp4"] = "hls"
 
     webhook_secret: Secret = None
     webhook_item_types: CommaList = ("Movie", "Episode")
