@@ -30,6 +30,7 @@ from mirror.db.stats import QueueStats
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.logs import get_logger
+from mirror.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
 from mirror.redact import redact
 from mirror.storage import item_prefix
 from mirror.webhook_body import salvage_notification
@@ -79,8 +80,10 @@ class MirrorWeb:
         stats: QueueStats,
         webhook: WebhookPolicy,
         remover: ItemRemover | None = None,
+        player: Player | None = None,
     ) -> None:
         self.jobs = jobs
+        self.player = player
         self.stats = stats
         self.webhook = webhook
         self.remover = remover
@@ -96,6 +99,9 @@ class MirrorWeb:
                 Rule("/healthz", endpoint=self.healthz, methods=["GET"]),
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
+                Rule("/play/<item_id>", endpoint=self.play_page, methods=["GET"]),
+                Rule("/play/<item_id>/<path:name>", endpoint=self.play_playlist, methods=["GET"]),
+                Rule(HLSJS_LOCAL_ROUTE, endpoint=self.play_hlsjs, methods=["GET"]),
             ]
         )
 
@@ -103,7 +109,8 @@ class MirrorWeb:
         request = Request(environ)
         request.max_content_length = MAX_BODY_BYTES
         try:
-            endpoint, _ = self.routes.bind_to_environ(environ).match()
+            endpoint, arguments = self.routes.bind_to_environ(environ).match()
+            request.environ["mirror.route"] = arguments
             handler: Callable[[Request], Response] = endpoint
             response = handler(request)
         except HTTPException as error:
@@ -112,6 +119,29 @@ class MirrorWeb:
                 if name.lower() == "allow":  # 405 says which methods would work
                     response.headers[name] = value
         return response(environ, start_response)
+
+    def play_page(self, request: Request) -> Response:
+        """The player page of an item (mirror/player.py)."""
+        return self._played(lambda player: player.page(_route_arg(request, "item_id")))
+
+    def play_playlist(self, request: Request) -> Response:
+        """One of the item's playlists, media URIs presigned."""
+        return self._played(
+            lambda player: player.playlist(
+                _route_arg(request, "item_id"), _route_arg(request, "name")
+            )
+        )
+
+    def play_hlsjs(self, request: Request) -> Response:
+        return self._played(lambda player: player.hlsjs())
+
+    def _played(self, answer: Callable[[Player], PlayerAnswer]) -> Response:
+        if self.player is None:
+            return _json({"error": "no bucket configured (MIRROR_S3_BUCKET)"}, 404)
+        result = answer(self.player)
+        response = Response(result.body, status=result.status, content_type=result.content_type)
+        response.headers["Cache-Control"] = result.cache_control
+        return response
 
     def healthz(self, request: Request) -> Response:
         """200 when Postgres answers and the job table exists, else 503 naming the problem."""
@@ -265,6 +295,10 @@ def _secret_problem(given: str) -> str:
     return f"no {SECRET_HEADER} header" if not given else f"wrong {SECRET_HEADER} header"
 
 
+def _route_arg(request: Request, name: str) -> str:
+    return str(request.environ.get("mirror.route", {}).get(name, ""))
+
+
 def _json(data: dict[str, Any], status: int) -> Response:
     # Answers never quote a secret, even one a database error might carry.
     return Response(redact(json.dumps(data)) + "\n", status, content_type="application/json")
@@ -302,7 +336,12 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     if policy.delete_removed:
         bucket = composition.bucket(settings, threads=threads)
         remover = item_remover(bucket, MirroredItems(engine), settings.s3_prefix)
-    web = MirrorWeb(JobRepository(engine), stats, policy, remover)
+    jobs = JobRepository(engine)
+    player = None
+    if settings.s3_bucket:
+        store = composition.s3_storage(settings)
+        player = Player(jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
+    web = MirrorWeb(jobs, stats, policy, remover, player)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
@@ -315,7 +354,10 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
     for url in _listening(server):
-        log.info("serving on %s (GET /healthz, GET /metrics, POST /hooks/jellyfin)", url)
+        log.info(
+            "serving on %s (GET /healthz, GET /metrics, GET /play/<item_id>, POST /hooks/jellyfin)",
+            url,
+        )
 
     def stop(signum: int, frame: object) -> NoReturn:
         raise SystemExit(0)  # waitress's loop ends its worker threads on SystemExit
