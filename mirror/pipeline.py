@@ -166,13 +166,7 @@ class MirrorPipeline:
             for entry in [*audio_entries, *subtitle_entries]:
                 entry.update(digests[entry["key"]].facts())
             # Last object, after every output: its presence marks a complete mirror.
-            hls = None
-            if hls_key is not None:
-                playlists = [u.key for u in uploads if u.content_type == PLAYLIST_CONTENT_TYPE]
-                hls = {
-                    "master": hls_key,
-                    "playlists": [{"key": key, **digests[key].facts()} for key in playlists],
-                }
+            hls = _hls_json(hls_key, uploads, digests)
             manifest = self._write_manifest(
                 lease, item, video, audio_entries, hls=hls, subtitles=subtitle_entries
             )
@@ -308,6 +302,16 @@ class MirrorPipeline:
                 }
             )
         return uploads, entries
+
+
+def _hls_json(
+    master: str | None, uploads: Sequence[Upload], digests: Mapping[str, FileDigest]
+) -> dict[str, Any] | None:
+    """The manifest's `hls`: the master and every playlist with its size and SHA-256."""
+    if master is None:
+        return None
+    playlists = [u.key for u in uploads if u.content_type == PLAYLIST_CONTENT_TYPE]
+    return {"master": master, "playlists": [{"key": k, **digests[k].facts()} for k in playlists]}
 
 
 def _extension(container: str | None) -> str:

@@ -272,3 +272,28 @@ def _chromium_has_native_hls() -> bool:
 def _object(stack: Stack, key: str) -> bytes:
     body: bytes = stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=key)["Body"].read()
     return body
+
+
+def test_output_format_mp4_keeps_todays_faststart_files_without_playlists(
+    stack: Stack, playable_sample: SampleMedia
+) -> None:
+    item_id = stack.add_sample(playable_sample, name="Plain")
+    assert stack.mirror("enqueue", item_id).returncode == 0
+    result = stack.mirror("worker", "--burst", MIRROR_OUTPUT_FORMAT="mp4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    job = stack.job(item_id)
+    assert job.status == "done", job.error
+    assert job.hls_key is None and job.subtitle_keys == []
+    assert [s["reason"] for s in job.skipped_streams or []] == [
+        "text subtitle (subrip): output format mp4 writes no subtitles"
+    ]
+    root = f"mirror/{item_id}/"
+    assert stack.object_keys() == [
+        root + "audio/1-eng.m4a",
+        root + "audio/2-fra.m4a",
+        root + "manifest.json",
+        root + "video.mp4",
+    ]
+    # faststart: the moov comes before the media data, no fragments.
+    head = _object(stack, root + "video.mp4")[:64]
+    assert head[4:8] == b"ftyp" and b"moov" in head and b"moof" not in head
