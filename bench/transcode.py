@@ -18,11 +18,14 @@ Inputs:
 
 Prints median wall times, the ratio ours/bare for each mode (target <= 1.03x) and the
 remux-vs-re-encode speed-up (target 100x+); the LAST line is the re-encode ratio.
+Output format: BENCH_OUTPUT_FORMAT=hls (default, as MIRROR_OUTPUT_FORMAT: fragmented MP4
++ the WebVTT subtitle) or mp4 (faststart files), to compare the two.
 Usage: python bench/transcode.py [--quick]   (or BENCH_QUICK=1)
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -47,7 +50,8 @@ def run_ours(plan: TranscodePlan, ffmpeg: str) -> float:
 
 def run_bare(plan: TranscodePlan, ffmpeg: str) -> float:
     harness.fresh_file(plan.output_dir)
-    for output in plan.outputs:  # ffmpeg does not make directories; neither do we here
+    # ffmpeg does not make directories; neither do we here
+    for output in (*plan.outputs, *plan.subtitles):
         output.path.parent.mkdir(parents=True, exist_ok=True)
     argv = build_command(plan, ffmpeg)
     began = time.perf_counter()
@@ -71,8 +75,17 @@ def main() -> None:
     )
     item = sample.to_item(ITEM_ID)
     work = harness.data_dir("transcode", "work")
+    output_format = os.environ.get("BENCH_OUTPUT_FORMAT", "hls")
+    assert output_format in ("hls", "mp4"), output_format
     plans = {
-        mode: plan_transcode(item, work / mode, sample.path, video_codec=video, audio_codec=audio)
+        mode: plan_transcode(
+            item,
+            work / mode,
+            sample.path,
+            video_codec=video,
+            audio_codec=audio,
+            output_format="hls" if output_format == "hls" else "mp4",
+        )
         for mode, video, audio in (("remux", "auto", "auto"), ("re-encode", "libx264", "aac"))
     }
     assert plans["remux"].video.codec == "copy" and plans["re-encode"].video.codec == "libx264"
@@ -95,6 +108,7 @@ def main() -> None:
     remux_ratio = harness.median(remux.ours) / harness.median(remux.peer)
     encode_ratio = harness.median(encode.ours) / harness.median(encode.peer)
     speedup = harness.median(encode.ours) / harness.median(remux.ours)
+    print(f"output format: {output_format}")
     print(
         f"sample: {sample.duration_s:.0f} s 1920x1080 h264/aac x2, {sample.size / 1e6:.1f} MB; "
         f"load: {harness.machine_load()}"

@@ -127,6 +127,7 @@ def transcode_options(settings: Settings) -> TranscodeOptions:
         x264_preset=settings.x264_preset,
         x264_crf=settings.x264_crf,
         audio_bitrate=settings.audio_bitrate,
+        output_format=settings.output_format,
     )
 
 

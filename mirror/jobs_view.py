@@ -187,6 +187,10 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
         rows.append(("video", _output_line(record.video_key, record.video, _VIDEO_FACTS)))
     for audio in record.audio_keys or []:
         rows.append(("audio", _output_line(str(audio.get("key")), audio, _AUDIO_FACTS)))
+    for subtitle in record.subtitle_keys or []:
+        rows.append(("subtitle", _output_line(str(subtitle.get("key")), subtitle, _SUB_FACTS)))
+    if record.hls_key:
+        rows.append(("hls", record.hls_key))
     for skipped in record.skipped_streams or []:
         rows.append(("skipped", _skipped_line(skipped)))
     if record.error:
@@ -196,6 +200,7 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
 
 _VIDEO_FACTS = ("codec", "width", "height")
 _AUDIO_FACTS = ("language", "title", "codec")
+_SUB_FACTS = ("language", "title", "codec")
 
 
 def _output_line(key: str, facts: dict[str, Any] | None, labels: tuple[str, ...]) -> str:

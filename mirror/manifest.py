@@ -74,9 +74,17 @@ def build_manifest(
     mirrored_at: datetime,
     mirror_version: str,
     ffmpeg_version: str | None,
+    hls: Mapping[str, Any] | None = None,
+    subtitles: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The manifest of one finished attempt (all times UTC, ISO 8601)."""
+    """The manifest of one finished attempt (all times UTC, ISO 8601).
+
+    `hls` (output format hls) is `{master, playlists: [{key, size, sha256}]}`;
+    `subtitles` are the row's `subtitle_keys` entries (with size and sha256).
+    """
     return {
+        "hls": dict(hls) if hls else None,
+        "subtitles": [dict(entry) for entry in subtitles],
         "manifest_version": MANIFEST_VERSION,
         "item": {"id": item_id, "name": name},
         "source": dict(source or {}),
@@ -158,6 +166,8 @@ class RestoredJob:
     source: dict[str, Any] | None
     manifest_key: str
     finished_at: datetime | None
+    hls_key: str | None = None
+    subtitle_keys: list[dict[str, Any]] | None = None
 
 
 def restored_job(manifest: Mapping[str, Any], manifest_key: str) -> RestoredJob:
@@ -200,4 +210,11 @@ def restored_job(manifest: Mapping[str, Any], manifest_key: str) -> RestoredJob:
         source=source if isinstance(source, dict) and source else None,
         manifest_key=manifest_key,
         finished_at=finished,
+        hls_key=_hls_master(manifest.get("hls")),
+        subtitle_keys=[dict(s) for s in manifest.get("subtitles") or [] if isinstance(s, dict)],
     )
+
+
+def _hls_master(hls: Any) -> str | None:
+    master = hls.get("master") if isinstance(hls, dict) else None
+    return master if isinstance(master, str) else None

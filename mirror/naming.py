@@ -6,6 +6,7 @@ import re
 
 VIDEO_FILE_NAME = "video.mp4"
 AUDIO_DIR = "audio"
+SUBTITLE_DIR = "subtitles"
 
 
 def sanitize_language(language: str | None) -> str:
@@ -17,3 +18,8 @@ def sanitize_language(language: str | None) -> str:
 def audio_file_name(stream_index: int, language: str | None) -> str:
     """`<index>-<lang>.m4a`: the index keeps two tracks in one language apart."""
     return f"{stream_index}-{sanitize_language(language)}.m4a"
+
+
+def subtitle_file_name(stream_index: int, language: str | None) -> str:
+    """`<index>-<lang>.vtt`, like the audio tracks."""
+    return f"{stream_index}-{sanitize_language(language)}.vtt"

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,20 +18,24 @@ from mirror.checksums import FileDigest
 from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
+from mirror.hls import PlaylistFile, package_hls
+from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.item import MediaItem
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.outage import durably
 from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
-from mirror.storage import Upload, audio_key, manifest_key, video_key
+from mirror.storage import Upload, audio_key, manifest_key, output_key, video_key
 from mirror.transcode import (
     ProbedFile,
+    SubtitleOutput,
     TranscodePlan,
     plan_transcode,
     probe_file,
     run_transcode,
     verify_outputs,
 )
+from mirror.transcode.verify import VerifiedOutputs
 from mirror.versions import ffmpeg_version, mirror_version
 from mirror.workspace import Workspace
 
@@ -49,6 +54,8 @@ class MediaServer(Protocol):
         on_progress: ProgressCallback,
         abort: AbortSignal,
     ) -> int: ...
+
+    def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
 
 
 class ObjectStore(Protocol):
@@ -80,6 +87,8 @@ class JobFinisher(Protocol):
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
         manifest_key: str | None = None,
+        hls_key: str | None = None,
+        subtitle_keys: Sequence[dict[str, Any]] | None = None,
     ) -> Fence: ...
 
 
@@ -91,6 +100,7 @@ class TranscodeOptions:
     x264_preset: str = "veryfast"
     x264_crf: int = 23
     audio_bitrate: str = "160k"
+    output_format: str = "hls"  # MIRROR_OUTPUT_FORMAT: `hls` adds playlists and subtitles
 
 
 @dataclass(frozen=True)
@@ -133,11 +143,14 @@ class MirrorPipeline:
             # Map from the file itself (Jellyfin numbers sidecars first) and check its list.
             plan = self._plan_from_file(item, workspace.file("out"), source)
             run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
+            self._fetch_sidecar_subtitles(item, plan, heartbeat)
             heartbeat.flush()
             # Nothing reaches S3 unless every output holds what the plan says.
             verified = verify_outputs(plan, self.transcode.ffmpeg_path)
 
             uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+            # hls: subtitles and playlists join the uploads, the master last.
+            hls_key, subtitle_entries = self._package(lease.job.item_id, plan, verified, uploads)
             for entry, audio in zip(audio_entries, verified.audio, strict=True):
                 entry["duration_s"] = audio.duration_s
             # A worker paused past stale_timeout finds out here, before writing to S3.
@@ -150,10 +163,13 @@ class MirrorPipeline:
                 **verified.video.video_json(uploads[0].key),
                 **digests[uploads[0].key].facts(),
             }
-            for entry in audio_entries:
+            for entry in [*audio_entries, *subtitle_entries]:
                 entry.update(digests[entry["key"]].facts())
             # Last object, after every output: its presence marks a complete mirror.
-            manifest = self._write_manifest(lease, item, video, audio_entries)
+            hls = _hls_json(hls_key, uploads, digests)
+            manifest = self._write_manifest(
+                lease, item, video, audio_entries, hls=hls, subtitles=subtitle_entries
+            )
 
             # Every output is in S3 now: a Postgres blip must not cost the attempt, so the
             # fenced statement is retried for as long as the lease holds.
@@ -168,6 +184,8 @@ class MirrorPipeline:
                     source=item.source_json(),
                     progress=heartbeat.progress_json(),
                     manifest_key=manifest,
+                    hls_key=hls_key,
+                    subtitle_keys=subtitle_entries,
                 ),
                 abort=heartbeat.abort,
             )
@@ -182,6 +200,9 @@ class MirrorPipeline:
         item: MediaItem,
         video: dict[str, Any],
         audio: Sequence[dict[str, Any]],
+        *,
+        hls: dict[str, Any] | None,
+        subtitles: Sequence[dict[str, Any]],
     ) -> str:
         """Put `<prefix>/<item_id>/manifest.json`; returns its key for the row."""
         manifest = build_manifest(
@@ -195,6 +216,8 @@ class MirrorPipeline:
             mirrored_at=datetime.now(UTC),
             mirror_version=mirror_version(),
             ffmpeg_version=ffmpeg_version(self.transcode.ffmpeg_path),
+            hls=hls,
+            subtitles=subtitles,
         )
         key = manifest_key(self.s3_prefix, item.id)
         self.store.put_bytes(key, encode_manifest(manifest), MANIFEST_CONTENT_TYPE)
@@ -223,7 +246,40 @@ class MirrorPipeline:
             x264_preset=options.x264_preset,
             x264_crf=options.x264_crf,
             audio_bitrate=options.audio_bitrate,
+            output_format="hls" if options.output_format == "hls" else "mp4",
         )
+
+    def _package(
+        self, item_id: str, plan: TranscodePlan, verified: VerifiedOutputs, uploads: list[Upload]
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """Output format hls: add subtitles and playlists to `uploads`; the master's key
+        and the `subtitle_keys` entries. Playlists come from each file's own index."""
+        if not plan.fragmented:
+            return None, []
+        package = package_hls(plan, width=verified.video.width, height=verified.video.height)
+        entries = []
+        for sub in plan.subtitles:
+            uploads.append(self._upload(item_id, sub))
+            entries.append(sub.key_json(uploads[-1].key))
+        uploads += [self._upload(item_id, playlist) for playlist in package.playlists]
+        return uploads[-1].key, entries
+
+    def _fetch_sidecar_subtitles(
+        self, item: MediaItem, plan: TranscodePlan, heartbeat: Heartbeat
+    ) -> None:
+        """Sidecar text subtitles are not in the download: Jellyfin serves them as WebVTT."""
+        for sub in plan.subtitles:
+            if sub.external:
+                body = abortably(heartbeat.abort, partial(self._subtitle, item, sub.stream_index))
+                sub.path.parent.mkdir(parents=True, exist_ok=True)
+                sub.path.write_bytes(body)
+
+    def _subtitle(self, item: MediaItem, index: int) -> bytes:
+        return self.media.fetch_subtitle(item.id, item.source_id or item.id, index)
+
+    def _upload(self, item_id: str, file: PlaylistFile | SubtitleOutput) -> Upload:
+        key = output_key(self.s3_prefix, item_id, file.relative_path)
+        return Upload(file.path, key, file.content_type)
 
     def _uploads(
         self, item_id: str, plan: TranscodePlan
@@ -246,6 +302,16 @@ class MirrorPipeline:
                 }
             )
         return uploads, entries
+
+
+def _hls_json(
+    master: str | None, uploads: Sequence[Upload], digests: Mapping[str, FileDigest]
+) -> dict[str, Any] | None:
+    """The manifest's `hls`: the master and every playlist with its size and SHA-256."""
+    if master is None:
+        return None
+    playlists = [u.key for u in uploads if u.content_type == PLAYLIST_CONTENT_TYPE]
+    return {"master": master, "playlists": [{"key": k, **digests[k].facts()} for k in playlists]}
 
 
 def _extension(container: str | None) -> str:

@@ -137,6 +137,11 @@ class Settings(BaseSettings):
     x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
     x264_crf: int = Field(default=23, ge=0, le=51)
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
+    # hls: fragmented MP4 + playlists + WebVTT subtitles; mp4: faststart files only.
+    output_format: Literal["hls", "mp4"] = "hls"
+    # `mirror serve`'s player page: a local hls.min.js (from the npm package) instead of
+    # the pinned CDN copy, for sites without internet access.
+    hlsjs_path: Path | None = None
 
     webhook_secret: Secret = None
     webhook_item_types: CommaList = ("Movie", "Episode")

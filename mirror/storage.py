@@ -65,6 +65,11 @@ def audio_key(prefix: str, item_id: str, stream_index: int, language: str | None
     return _join_key(prefix, item_id, AUDIO_DIR, audio_file_name(stream_index, language))
 
 
+def output_key(prefix: str, item_id: str, relative_path: str) -> str:
+    """`<prefix>/<item_id>/<relative path>`: playlists and subtitles, named like their files."""
+    return _join_key(prefix, item_id, *relative_path.split("/"))
+
+
 def manifest_key(prefix: str, item_id: str) -> str:
     """`<prefix>/<item_id>/manifest.json`: written last, so its presence marks a whole mirror."""
     return _join_key(prefix, item_id, "manifest.json")

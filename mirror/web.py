@@ -30,6 +30,7 @@ from mirror.db.stats import QueueStats
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.logs import get_logger
+from mirror.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
 from mirror.redact import redact
 from mirror.storage import item_prefix
 from mirror.web_dashboard import DashboardApi, dashboard_api, dashboard_rules
@@ -81,8 +82,10 @@ class MirrorWeb:
         webhook: WebhookPolicy,
         remover: ItemRemover | None = None,
         dashboard: DashboardApi | None = None,
+        player: Player | None = None,
     ) -> None:
         self.jobs = jobs
+        self.player = player
         self.stats = stats
         self.webhook = webhook
         self.remover = remover
@@ -99,6 +102,9 @@ class MirrorWeb:
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
                 *(dashboard_rules(dashboard) if dashboard is not None else []),
+                Rule("/play/<item_id>", endpoint=self.play_page, methods=["GET"]),
+                Rule("/play/<item_id>/<path:name>", endpoint=self.play_playlist, methods=["GET"]),
+                Rule(HLSJS_LOCAL_ROUTE, endpoint=self.play_hlsjs, methods=["GET"]),
             ]
         )
 
@@ -115,6 +121,25 @@ class MirrorWeb:
                 if name.lower() == "allow":  # 405 says which methods would work
                     response.headers[name] = value
         return response(environ, start_response)
+
+    def play_page(self, request: Request, item_id: str) -> Response:
+        """The player page of an item (mirror/player.py)."""
+        return self._played(lambda player: player.page(item_id))
+
+    def play_playlist(self, request: Request, item_id: str, name: str) -> Response:
+        """One of the item's playlists, media URIs presigned."""
+        return self._played(lambda player: player.playlist(item_id, name))
+
+    def play_hlsjs(self, request: Request) -> Response:
+        return self._played(lambda player: player.hlsjs())
+
+    def _played(self, answer: Callable[[Player], PlayerAnswer]) -> Response:
+        if self.player is None:
+            return _json({"error": "no bucket configured (MIRROR_S3_BUCKET)"}, 404)
+        result = answer(self.player)
+        response = Response(result.body, status=result.status, content_type=result.content_type)
+        response.headers["Cache-Control"] = result.cache_control
+        return response
 
     def healthz(self, request: Request) -> Response:
         """200 when Postgres answers and the job table exists, else 503 naming the problem."""
@@ -306,7 +331,11 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
         bucket = composition.bucket(settings, threads=threads)
         remover = item_remover(bucket, MirroredItems(engine), settings.s3_prefix)
     jobs = JobRepository(engine)
-    web = MirrorWeb(jobs, stats, policy, remover, dashboard_api(settings, engine, jobs))
+    player = None
+    if settings.s3_bucket:
+        store = composition.s3_storage(settings)
+        player = Player(jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
+    web = MirrorWeb(jobs, stats, policy, remover, dashboard_api(settings, engine, jobs), player)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
@@ -319,7 +348,11 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
     for url in _listening(server):
-        log.info("serving on %s (GET / dashboard, /api/, /healthz, /metrics, /hooks/jellyfin)", url)
+        log.info(
+            "serving on %s (GET / dashboard, /api/, /healthz, /metrics, /play/<item_id>,"
+            " /hooks/jellyfin)",
+            url,
+        )
 
     def stop(signum: int, frame: object) -> NoReturn:
         raise SystemExit(0)  # waitress's loop ends its worker threads on SystemExit

@@ -131,10 +131,11 @@ class MirroredItems:
                     f"""
                     INSERT INTO {_JOBS} (id, item_id, status, attempts, max_attempts,
                         video_key, video, audio_keys, source, manifest_key,
-                        finished_at, created_at, updated_at)
+                        hls_key, subtitle_keys, finished_at, created_at, updated_at)
                     SELECT :id, :item_id, 'done', :attempts, GREATEST(:attempts, 3),
                         :video_key, CAST(:video AS jsonb), CAST(:audio_keys AS jsonb),
                         CAST(:source AS jsonb), :manifest_key,
+                        :hls_key, CAST(:subtitle_keys AS jsonb),
                         COALESCE(:finished_at, now()), COALESCE(:finished_at, now()), now()
                     WHERE NOT EXISTS (SELECT 1 FROM {_JOBS} WHERE item_id = :item_id)
                     ON CONFLICT (id) DO NOTHING
@@ -150,6 +151,8 @@ class MirroredItems:
                     "audio_keys": json.dumps(job.audio_keys),
                     "source": _json(job.source),
                     "manifest_key": job.manifest_key,
+                    "hls_key": job.hls_key,
+                    "subtitle_keys": json.dumps(job.subtitle_keys or []),
                     "finished_at": job.finished_at,
                 },
             ).first()

@@ -82,6 +82,8 @@ class Job(Base):
     skipped_streams: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
     source: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     manifest_key: Mapped[str | None] = mapped_column(Text)
+    hls_key: Mapped[str | None] = mapped_column(Text)
+    subtitle_keys: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
 
     __table_args__ = (
         CheckConstraint(

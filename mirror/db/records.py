@@ -53,6 +53,9 @@ class JobRecord:
     skipped_streams: list[dict[str, Any]] | None = None  # {index, kind, codec, language, reason}
     source: dict[str, Any] | None = None  # the media source mirrored: Id, Path, Size, ...
     manifest_key: str | None = None  # <prefix>/<item_id>/manifest.json, written last
+    hls_key: str | None = None  # <prefix>/<item_id>/master.m3u8 (output format hls)
+    # WebVTT subtitles: {key, stream_index, language, title, codec, forced, external}
+    subtitle_keys: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly dict for `--json` output."""

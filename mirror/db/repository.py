@@ -196,6 +196,8 @@ class JobRepository:
         source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
         manifest_key: str | None = None,
+        hls_key: str | None = None,
+        subtitle_keys: Sequence[dict[str, Any]] | None = None,
     ) -> Fence:
         """Finish the attempt: outputs are in S3; record their keys, checksums and source.
 
@@ -209,7 +211,8 @@ class JobRepository:
                video = CAST(:video AS jsonb),
                skipped_streams = CAST(:skipped_streams AS jsonb),
                source = CAST(:source AS jsonb),
-               manifest_key = :manifest_key,
+               manifest_key = :manifest_key, hls_key = :hls_key,
+               subtitle_keys = CAST(:subtitle_keys AS jsonb),
                error = NULL, finished_at = now(), heartbeat_at = now(),
                heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
             {
@@ -220,6 +223,8 @@ class JobRepository:
                 "source": _json(source),
                 "progress": _json(progress),
                 "manifest_key": manifest_key,
+                "hls_key": hls_key,
+                "subtitle_keys": json.dumps(list(subtitle_keys or [])),
             },
             done_is_ok=True,
         )

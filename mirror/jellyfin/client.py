@@ -270,6 +270,28 @@ class JellyfinClient:
             raise symlink_bug_error(item_id, version, "500 to a range request on its file")
         return size
 
+    def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes:
+        """One subtitle stream as WebVTT, by Jellyfin's `MediaStreams[].Index`.
+
+        Jellyfin converts it (sidecars included) at `/Videos/{itemId}/{mediaSourceId}/
+        Subtitles/{index}/Stream.vtt`; errors are classified like every other call.
+        """
+        path = (
+            f"/Videos/{normalize_item_id(item_id)}/{media_source_id}/Subtitles/{index}/Stream.vtt"
+        )
+        try:
+            for attempt in self._retry.retrying():
+                with attempt:
+                    try:
+                        response = self._http.get(path)
+                    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                        raise classify_http_error("GET", path, exc) from exc
+                    raise_for_status(response, path, item_id)
+                    return response.content
+        except RetryableError as exc:
+            raise give_up(exc, self._retry.attempts) from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
     def server_version(self) -> str | None:
         """Jellyfin's Version from /System/Info/Public, cached; None when it cannot be read.
 

@@ -15,6 +15,7 @@ import os
 import secrets
 import select
 import socket
+import subprocess
 import threading
 import uuid
 from collections.abc import Mapping
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import imageio_ffmpeg
 
 from mirror.testing.jellyfin_catalog import (
     VERSION,
@@ -216,11 +219,39 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             self._send_json([lib.to_json() for lib in self.state.catalog.libraries()])
         elif len(parts) == 3 and parts[0] == "items" and parts[2] == "download":
             self._answer_download(parts[1])
+        elif len(parts) == 6 and parts[0] == "videos" and parts[3] == "subtitles":
+            self._answer_subtitle(parts[1], parts[4], parts[5])
         elif len(parts) == 2 and parts[0] == "items":
             # With an API key and no userId, Jellyfin looks up user Guid.Empty: 400.
             self._send_text(400, "Error processing request.")
         else:
             self._send_not_found()
+
+    def _answer_subtitle(self, raw_id: str, raw_index: str, name: str) -> None:
+        """`/Videos/{id}/{source}/Subtitles/{index}/Stream.vtt`: converted with ffmpeg.
+
+        Like Jellyfin, `index` counts sidecars first, then the file's own streams.
+        """
+        item_id = parse_guid(raw_id)
+        item = self.state.catalog.item(item_id) if item_id else None
+        if item is None or not raw_index.isdigit() or name != "stream.vtt":
+            self._send_not_found()
+            return
+        index = int(raw_index)
+        if index < len(item.sidecars):
+            argv = ["-i", str(item.sidecars[index].path)]
+        else:
+            argv = ["-i", str(item.path), "-map", f"0:{index - len(item.sidecars)}"]
+        result = subprocess.run(
+            [imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", *argv,
+             "-f", "webvtt", "pipe:1"],
+            capture_output=True,
+            check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            self._send_text(500, "Error processing request.")
+            return
+        self._send_body(200, result.stdout, content_type="text/vtt; charset=utf-8")
 
     def _public_info(self) -> dict[str, Any]:
         return {

@@ -38,28 +38,61 @@ _COMMON_OUTPUT_OPTIONS: dict[str, Any] = {
 }
 
 
+# `hls`: fragmented MP4 that HLS playlists point into with byte ranges (mirror.hls).
+# The moov carries no samples (empty_moov), each fragment starts on a keyframe and is
+# self-contained (default_base_moof), and a global sidx after the moov indexes every
+# fragment: the playlists are generated from it. Still one plain playable file each.
+_FRAGMENTED_OUTPUT_OPTIONS: dict[str, Any] = {
+    **_COMMON_OUTPUT_OPTIONS,
+    "movflags": "+frag_keyframe+empty_moov+default_base_moof+global_sidx",
+}
+FRAGMENT_S = 4
+# Video is cut at the first keyframe once a fragment holds this much (keyframes every
+# 4 s when encoding give 4 s fragments; a copied stream's own GOP decides otherwise).
+_MIN_VIDEO_FRAGMENT_US = 3_500_000
+# Audio has no keyframes to cut at: fragments of FRAGMENT_S, aligned with the video's.
+_AUDIO_FRAGMENT_US = FRAGMENT_S * 1_000_000
+
+
 def build_command(plan: TranscodePlan, ffmpeg_path: str) -> list[str]:
     """The full argv (ffmpeg first) that writes every output of `plan` in one run."""
     source = ffmpeg.input(file_argument(plan.source))
-    outputs = [_video_output(source, plan.video)]
-    outputs += [_audio_output(source, track) for track in plan.audio]
+    fragmented = plan.fragmented
+    outputs = [_video_output(source, plan.video, fragmented)]
+    outputs += [_audio_output(source, track, fragmented) for track in plan.audio]
+    # Text subtitles of the file become WebVTT in the same run (sidecars come from Jellyfin).
+    outputs += [
+        ffmpeg.output(source[sub.specifier], file_argument(sub.path), format="webvtt")
+        for sub in plan.subtitles
+        if sub.specifier is not None
+    ]
     graph = ffmpeg.merge_outputs(*outputs)
     command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS])
     return command
 
 
-def _video_output(source: Any, video: VideoOutput) -> Any:
+def _output_options(fragmented: bool) -> dict[str, Any]:
+    return dict(_FRAGMENTED_OUTPUT_OPTIONS if fragmented else _COMMON_OUTPUT_OPTIONS)
+
+
+def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     # `source["v:0"]` makes ffmpeg-python emit `-map 0:v:0`: the planned stream by its
     # position among the file's video streams, which no sidecar numbering can shift.
-    options: dict[str, Any] = {**_COMMON_OUTPUT_OPTIONS, "c:v": video.codec}
+    options: dict[str, Any] = {**_output_options(fragmented), "c:v": video.codec}
     if video.codec != "copy":
         # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
         options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
+        if fragmented:
+            options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
+    if fragmented:
+        options["min_frag_duration"] = _MIN_VIDEO_FRAGMENT_US
     return ffmpeg.output(source[video.specifier], file_argument(video.path), **options)
 
 
-def _audio_output(source: Any, track: AudioOutput) -> Any:
-    options: dict[str, Any] = {**_COMMON_OUTPUT_OPTIONS, "c:a": track.codec}
+def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
+    options: dict[str, Any] = {**_output_options(fragmented), "c:a": track.codec}
+    if fragmented:
+        options["frag_duration"] = _AUDIO_FRAGMENT_US
     if track.codec != "copy":
         options["b:a"] = track.bitrate
     if track.channels is not None:

@@ -15,15 +15,24 @@ from pathlib import Path
 from typing import Literal
 
 from mirror.errors import ConfigError
-from mirror.item import MediaItem
-from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
+from mirror.item import MediaItem, MediaStream
+from mirror.naming import (
+    AUDIO_DIR,
+    SUBTITLE_DIR,
+    VIDEO_FILE_NAME,
+    audio_file_name,
+    subtitle_file_name,
+)
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
 
 VideoCodecSetting = Literal["auto", "copy", "libx264"]
 AudioCodecSetting = Literal["auto", "copy", "aac"]
 
+OutputFormat = Literal["hls", "mp4"]
+
 VIDEO_CODEC_SETTINGS: tuple[str, ...] = ("auto", "copy", "libx264")
+OUTPUT_FORMATS: tuple[str, ...] = ("hls", "mp4")
 AUDIO_CODEC_SETTINGS: tuple[str, ...] = ("auto", "copy", "aac")
 
 # Jellyfin spells codecs the way ffprobe does; "avc" shows up from some older probes.
@@ -73,6 +82,7 @@ class AudioOutput:
     title: str | None
     bitrate: str | None  # AAC bitrate, None when copying
     channels: int | None = None  # `-ac` when the source has more than AAC should carry
+    is_default: bool = False  # Jellyfin's default track: the playlist's DEFAULT=YES
 
     @property
     def expected_codec(self) -> str | None:
@@ -82,6 +92,39 @@ class AudioOutput:
     @property
     def content_type(self) -> str:
         return "audio/mp4"
+
+
+@dataclass(frozen=True, slots=True)
+class SubtitleOutput:
+    """One text subtitle as WebVTT: from the file (`specifier` `s:N`, written by the same
+    ffmpeg run) or a sidecar (`external`, fetched from Jellyfin by its own Index)."""
+
+    path: Path
+    relative_path: str
+    stream_index: int  # the file's index, or Jellyfin's Index for a sidecar
+    specifier: str | None  # `s:N` for the file's streams, None for sidecars
+    source_codec: str | None
+    language: str | None
+    title: str | None
+    forced: bool = False
+    default: bool = False
+    external: bool = False
+
+    @property
+    def content_type(self) -> str:
+        return "text/vtt"
+
+    def key_json(self, key: str) -> dict[str, object]:
+        """The job row's `subtitle_keys` entry (size and sha256 come from the upload)."""
+        return {
+            "key": key,
+            "stream_index": self.stream_index,
+            "language": self.language,
+            "title": self.title,
+            "codec": self.source_codec,
+            "forced": self.forced,
+            "external": self.external,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +138,13 @@ class TranscodePlan:
     duration_s: float | None  # the file's (probe), else Jellyfin's RunTimeTicks
     frames_total: int | None  # duration x frame rate; the video percent is counted in frames
     skipped: tuple[SkippedStream, ...] = ()
+    # `hls`: fragmented MP4 (CMAF-style) that playlists can point into; `mp4`: faststart.
+    output_format: OutputFormat = "mp4"
+    subtitles: tuple[SubtitleOutput, ...] = ()  # hls only; the file's first, then sidecars
+
+    @property
+    def fragmented(self) -> bool:
+        return self.output_format == "hls"
 
     def skipped_json(self) -> list[dict[str, object]]:
         """The job row's `skipped_streams`."""
@@ -117,6 +167,7 @@ def plan_transcode(
     x264_crf: int = 23,
     audio_bitrate: str = "160k",
     probe: ProbedFile | None = None,
+    output_format: OutputFormat = "mp4",
 ) -> TranscodePlan:
     """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
 
@@ -129,12 +180,17 @@ def plan_transcode(
             f"MIRROR_VIDEO_CODEC must be one of {', '.join(VIDEO_CODEC_SETTINGS)}, "
             f"not {video_codec!r}"
         )
+    if output_format not in OUTPUT_FORMATS:
+        raise ConfigError(
+            f"MIRROR_OUTPUT_FORMAT must be one of {', '.join(OUTPUT_FORMATS)}, "
+            f"not {output_format!r}"
+        )
     if audio_codec not in AUDIO_CODEC_SETTINGS:
         raise ConfigError(
             f"MIRROR_AUDIO_CODEC must be one of {', '.join(AUDIO_CODEC_SETTINGS)}, "
             f"not {audio_codec!r}"
         )
-    selection = select_streams(item, probe)
+    selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
     audio = tuple(
         _plan_audio(stream, work_dir, audio_codec, bitrate=audio_bitrate)
@@ -149,6 +205,11 @@ def plan_transcode(
         duration_s=duration_s,
         frames_total=count_frames(duration_s, selection.video.frame_rate),
         skipped=selection.skipped,
+        output_format=output_format,
+        subtitles=tuple(
+            [_plan_subtitle(s, work_dir, s.specifier, False) for s in selection.subtitles]
+            + [_plan_subtitle(s, work_dir, None, True) for s in selection.sidecar_subtitles]
+        ),
     )
 
 
@@ -206,6 +267,25 @@ def _plan_audio(stream: FileStream, work_dir: Path, setting: str, *, bitrate: st
         title=stream.title,
         bitrate=None if copy else bitrate,
         channels=MAX_AUDIO_CHANNELS if too_many and not copy else None,
+        is_default=stream.is_default,
+    )
+
+
+def _plan_subtitle(
+    stream: FileStream | MediaStream, work_dir: Path, specifier: str | None, external: bool
+) -> SubtitleOutput:
+    file_name = subtitle_file_name(stream.index, stream.language)
+    return SubtitleOutput(
+        path=work_dir / SUBTITLE_DIR / file_name,
+        relative_path=f"{SUBTITLE_DIR}/{file_name}",
+        stream_index=stream.index,
+        specifier=specifier,
+        source_codec=stream.codec,
+        language=stream.language,
+        title=stream.title,
+        forced=stream.is_forced,
+        default=stream.is_default,
+        external=external,
     )
 
 

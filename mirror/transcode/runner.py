@@ -39,7 +39,7 @@ def run_transcode(
     binary = shutil.which(ffmpeg_path)
     if binary is None:
         raise TransientError(f"ffmpeg not found or not executable: {ffmpeg_path}")
-    for output in plan.outputs:
+    for output in (*plan.outputs, *plan.subtitles):
         output.path.parent.mkdir(parents=True, exist_ok=True)
     argv = build_command(plan, binary)
     try:

@@ -58,6 +58,8 @@ class FileStream:
     pixel_format: str | None = None
     profile: str | None = None
     bit_depth: int | None = None
+    is_default: bool = False  # Jellyfin's IsDefault: the track a player starts with
+    is_forced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +95,22 @@ class StreamSelection:
     video: FileStream
     audio: tuple[FileStream, ...]
     skipped: tuple[SkippedStream, ...]
+    subtitles: tuple[FileStream, ...] = ()  # text subtitles inside the file
+    sidecar_subtitles: tuple[MediaStream, ...] = ()  # text sidecars, fetched from Jellyfin
 
 
-def select_streams(item: MediaItem, probe: ProbedFile | None = None) -> StreamSelection:
-    """The video, the audio tracks and the skipped streams of `item`'s file.
+def is_text_subtitle(codec: str | None) -> bool:
+    """SubRip, ASS/SSA, mov_text, WebVTT...: what ffmpeg (and Jellyfin) turn into WebVTT."""
+    return (codec or "").lower() in _TEXT_SUBTITLES
+
+
+def select_streams(
+    item: MediaItem, probe: ProbedFile | None = None, *, subtitles: bool = False
+) -> StreamSelection:
+    """The video, the audio tracks, the text subtitles and the skipped streams of `item`.
+
+    `subtitles` (output format hls) selects text subtitles, in the file and sidecars;
+    otherwise they are skipped with a reason, as image subtitles always are.
 
     PermanentError when there is no video, or when Jellyfin's list and the probed file
     disagree (the error names both counts: a rescan in Jellyfin fixes its list).
@@ -116,9 +130,25 @@ def select_streams(item: MediaItem, probe: ProbedFile | None = None) -> StreamSe
         )
     video = videos[0]
     audio = tuple(s for s in streams if s.type == "Audio")
-    skipped = [_external(s) for s in item.external_streams]
-    skipped += [_skipped(s) for s in streams if s is not video and s.type != "Audio"]
-    return StreamSelection(video=video, audio=audio, skipped=tuple(skipped))
+    texts = tuple(
+        s for s in streams if subtitles and s.type == "Subtitle" and is_text_subtitle(s.codec)
+    )
+    sidecars = tuple(
+        s
+        for s in item.external_streams
+        if subtitles and s.type == "Subtitle" and is_text_subtitle(s.codec)
+    )
+    skipped = [_external(s) for s in item.external_streams if s not in sidecars]
+    skipped += [
+        _skipped(s) for s in streams if s is not video and s.type != "Audio" and s not in texts
+    ]
+    return StreamSelection(
+        video=video,
+        audio=audio,
+        skipped=tuple(skipped),
+        subtitles=texts,
+        sidecar_subtitles=sidecars,
+    )
 
 
 def _from_jellyfin(listed: Sequence[MediaStream], sidecars: int) -> list[FileStream]:
@@ -182,6 +212,8 @@ def _file_stream(
         pixel_format=file_first("pixel_format"),
         profile=file_first("profile"),
         bit_depth=file_first("bit_depth"),
+        is_default=bool(jellyfin_first("is_default")),
+        is_forced=jf.is_forced,
     )
 
 
@@ -233,6 +265,6 @@ def _reason(stream: FileStream) -> str:
         return "another video stream: only the first is mirrored"
     if stream.type == "Subtitle":
         if codec.lower() in _TEXT_SUBTITLES:
-            return f"text subtitle ({codec}): mirror writes no subtitle outputs"
-        return f"image subtitle ({codec}): only text subtitles could become WebVTT"
+            return f"text subtitle ({codec}): output format mp4 writes no subtitles"
+        return f"image subtitle ({codec}): only text subtitles can become WebVTT"
     return f"data stream ({codec}): not audio or video"

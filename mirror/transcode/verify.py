@@ -11,6 +11,7 @@ and names the output and what is wrong. The facts read here go on the job row.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mirror.errors import PermanentError
@@ -49,12 +50,24 @@ class VerifiedOutputs:
 
 def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
     """Probe and check every output of `plan`; PermanentError on the first mismatch."""
+    for subtitle in plan.subtitles:
+        check_subtitle(subtitle.path, subtitle.relative_path)
     probed = probe_own_outputs([output.path for output in plan.outputs], ffmpeg_path)
     video, *audio = (
         check_output(output, found, plan.duration_s)
         for output, found in zip(plan.outputs, probed, strict=True)
     )
     return VerifiedOutputs(video=video, audio=tuple(audio))
+
+
+def check_subtitle(path: Path, relative_path: str) -> None:
+    """A WebVTT output must at least say so: `WEBVTT` first (after an optional BOM)."""
+    try:
+        head = path.read_bytes()[:16]
+    except OSError as exc:
+        raise PermanentError(f"verify: {relative_path} was not written ({exc.strerror})") from exc
+    if not head.removeprefix(b"\xef\xbb\xbf").startswith(b"WEBVTT"):
+        raise PermanentError(f"verify: {relative_path} is not WebVTT (starts {head[:8]!r})")
 
 
 def duration_tolerance(source_s: float) -> float:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from mirror.db.attempts import AttemptLog
+from mirror.db.records import JobRecord
 from mirror.testing.media import SampleMedia, describe_streams
 from tests.fixtures.stack import Stack
 
@@ -65,6 +66,14 @@ def test_both_samples_are_mirrored_with_one_file_per_stream(
             assert streams[0].codec == "aac"
             assert streams[0].language == source.language
 
+        # The sample's SubRip subtitle (file index 3) is mirrored as WebVTT.
+        assert job.subtitle_keys is not None
+        assert [(e["key"], e["codec"], e["external"]) for e in job.subtitle_keys] == [
+            (f"mirror/{item_id}/subtitles/3-eng.vtt", "subrip", False)
+        ]
+        vtt = stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=job.subtitle_keys[0]["key"])
+        assert vtt["Body"].read().startswith(b"WEBVTT")
+        assert not [s for s in job.skipped_streams or [] if s["kind"] == "Subtitle"]
         assert job.manifest_key == f"mirror/{item_id}/manifest.json"
         manifest = json.loads(
             stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=job.manifest_key)["Body"].read()
@@ -85,9 +94,19 @@ def test_both_samples_are_mirrored_with_one_file_per_stream(
         [stack.job(i).video_key or "" for i in (remux, reencode)]
         + [e["key"] for i in (remux, reencode) for e in stack.job(i).audio_keys or []]
         + [stack.job(i).manifest_key or "" for i in (remux, reencode)]
+        + [e["key"] for i in (remux, reencode) for e in stack.job(i).subtitle_keys or []]
+        + [k for i in (remux, reencode) for k in _playlists(stack.job(i))]
     )
     assert stack.object_keys() == expected_keys
     assert list(stack.work_dir.iterdir()) == []
+
+
+def _playlists(job: JobRecord) -> list[str]:
+    """MIRROR_OUTPUT_FORMAT=hls (the default): a playlist beside each output, the master."""
+    outputs = [job.video_key or ""] + [e["key"] for e in job.audio_keys or []]
+    outputs += [e["key"] for e in job.subtitle_keys or []]
+    assert job.hls_key == job.video_key.replace("video.mp4", "master.m3u8")  # type: ignore[union-attr]
+    return [key.rsplit(".", 1)[0] + ".m3u8" for key in outputs] + [job.hls_key]
 
 
 def test_unknown_item_fails_with_not_found_and_writes_nothing(stack: Stack) -> None:

@@ -42,7 +42,7 @@ def test_upgrade_from_empty_then_models_and_migrations_agree(empty_database_url:
         "id", "item_id", "status", "priority", "attempts", "max_attempts", "run_after",
         "worker_id", "lease_token", "taken_at", "heartbeat_at", "heartbeat_data", "video_key",
         "audio_keys", "error", "created_at", "updated_at", "finished_at",
-        "video", "skipped_streams", "source", "manifest_key",
+        "video", "skipped_streams", "source", "manifest_key", "hls_key", "subtitle_keys",
     }  # fmt: skip
     assert set(columns) == expected
     assert {"ix_jobs_one_active_per_item", "ix_jobs_claim", "ix_jobs_stale"} <= indexes

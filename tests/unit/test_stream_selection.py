@@ -169,8 +169,8 @@ def test_subtitles_data_and_extra_videos_are_skipped_with_reasons() -> None:
     assert [(s.index, s.kind, s.reason) for s in selection.skipped] == [
         (1, "Video", "another video stream: only the first is mirrored"),
         (2, "Subtitle",
-         "image subtitle (hdmv_pgs_subtitle): only text subtitles could become WebVTT"),
-        (3, "Subtitle", "text subtitle (subrip): mirror writes no subtitle outputs"),
+         "image subtitle (hdmv_pgs_subtitle): only text subtitles can become WebVTT"),
+        (3, "Subtitle", "text subtitle (subrip): output format mp4 writes no subtitles"),
         (4, "Data", "data stream (bin_data): not audio or video"),
     ]  # fmt: skip
 
@@ -196,3 +196,42 @@ def test_file_facts_fill_what_jellyfin_left_out() -> None:
         6,
     )
     assert plan.duration_s == 42.0  # the file's duration wins over RunTimeTicks
+
+
+def test_hls_keeps_text_subtitles_and_text_sidecars_and_skips_image_ones_by_codec() -> None:
+    probe = ProbedFile(
+        streams=(
+            ProbedStream(0, "Video", "h264"),
+            ProbedStream(1, "Subtitle", "hdmv_pgs_subtitle"),
+            ProbedStream(2, "Subtitle", "ass"),
+        ),
+        duration_s=5.0,
+    )
+    sidecar_srt = MediaStream(
+        index=0,
+        type="Subtitle",
+        codec="subrip",
+        language="fra",
+        is_external=True,
+        path="/media/Movie.fr.srt",
+    )
+    sidecar_sup = MediaStream(
+        index=1, type="Subtitle", codec="PGSSUB", is_external=True, path="/media/Movie.sup"
+    )
+    listed = item(
+        sidecar_srt, sidecar_sup,
+        MediaStream(index=2, type="Video", codec="h264"),
+        MediaStream(index=3, type="Subtitle", codec="PGSSUB"),
+        MediaStream(index=4, type="Subtitle", codec="ass", language="eng", is_forced=True),
+    )  # fmt: skip
+
+    selection = select_streams(listed, probe, subtitles=True)
+
+    assert [(s.index, s.specifier, s.codec, s.is_forced) for s in selection.subtitles] == [
+        (2, "s:1", "ass", True)
+    ]
+    assert selection.sidecar_subtitles == (sidecar_srt,)
+    assert [(s.index, s.codec) for s in selection.skipped] == [
+        (1, "PGSSUB"),
+        (1, "hdmv_pgs_subtitle"),
+    ]

@@ -161,3 +161,28 @@ def test_audio_with_more_than_six_channels_is_folded_to_six_and_never_upmixed() 
 
     assert option(outputs["audio/1-eng.m4a"], "-ac") == "6"
     assert "-ac" not in outputs["audio/2-fre.m4a"]
+
+
+def test_hls_outputs_are_fragmented_on_keyframes_with_a_segment_index() -> None:
+    plan = make_plan(MPEG4, AAC_ENG, output_format="hls")
+
+    outputs = output_args(build_command(plan, FFMPEG), plan)
+
+    for args in outputs.values():
+        assert option(args, "-movflags") == (
+            "+frag_keyframe+empty_moov+default_base_moof+global_sidx"
+        )
+    video = outputs["video.mp4"]
+    # Keyframes every 4 s when encoding, so fragments of about 4 s start on them.
+    assert option(video, "-force_key_frames") == "expr:gte(t,n_forced*4)"
+    assert option(video, "-min_frag_duration") == "3500000"
+    assert option(outputs["audio/1-eng.m4a"], "-frag_duration") == "4000000"
+
+
+def test_a_copied_video_keeps_its_own_keyframes_in_hls() -> None:
+    plan = make_plan(H264, AAC_ENG, output_format="hls")
+
+    video = output_args(build_command(plan, FFMPEG), plan)["video.mp4"]
+
+    assert "-force_key_frames" not in video
+    assert option(video, "-c:v") == "copy"

@@ -1,0 +1,113 @@
+"""Write an item's HLS playlists next to its verified outputs (output format `hls`).
+
+Runs after verification, before upload: each output's fragment index is read from the
+file itself, so every playlist matches the bytes that go to S3. The playlists are small
+local files uploaded with the outputs; `master.m3u8` is the item's entry point (the job
+row's `hls_key`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from mirror.hls.fragments import FragmentIndex, read_fragment_index
+from mirror.hls.playlists import (
+    PLAYLIST_CONTENT_TYPE,
+    AudioRendition,
+    SubtitleRendition,
+    VideoRendition,
+    master_playlist,
+    media_playlist,
+    subtitle_playlist,
+)
+from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+
+MASTER_FILE_NAME = "master.m3u8"
+
+
+@dataclass(frozen=True, slots=True)
+class PlaylistFile:
+    path: Path
+    relative_path: str  # also the S3 key suffix
+    content_type: str = PLAYLIST_CONTENT_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class HlsPackage:
+    master: PlaylistFile
+    playlists: tuple[PlaylistFile, ...]  # media playlists, then the master last
+
+
+def playlist_path(relative_path: str) -> str:
+    """`audio/1-eng.m4a` -> `audio/1-eng.m3u8`: each playlist sits beside its object."""
+    return str(PurePosixPath(relative_path).with_suffix(".m3u8"))
+
+
+def package_hls(
+    plan: TranscodePlan,
+    *,
+    width: int | None,
+    height: int | None,
+) -> HlsPackage:
+    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master."""
+    root = plan.output_dir
+    written: list[PlaylistFile] = []
+    video_index = read_fragment_index(plan.video.path)
+    video = VideoRendition(
+        uri=_write_media(root, plan.video, video_index, written),
+        index=video_index,
+        width=width,
+        height=height,
+    )
+    audio = []
+    for track in plan.audio:
+        index = read_fragment_index(track.path)
+        audio.append(
+            AudioRendition(
+                uri=_write_media(root, track, index, written),
+                index=index,
+                name=_track_name(track),
+                language=track.language,
+                default=track.is_default,
+                channels=track.channels,
+            )
+        )
+    duration = video_index.duration_s
+    subtitle_renditions = []
+    for sub in plan.subtitles:
+        uri = playlist_path(sub.relative_path)
+        body = subtitle_playlist(PurePosixPath(sub.relative_path).name, duration)
+        written.append(_write(root, uri, body))
+        subtitle_renditions.append(
+            SubtitleRendition(
+                uri=uri,
+                name=sub.title or sub.language or f"Subtitle {sub.stream_index}",
+                language=sub.language,
+                default=sub.default,
+                forced=sub.forced,
+            )
+        )
+    master = _write(root, MASTER_FILE_NAME, master_playlist(video, audio, subtitle_renditions))
+    return HlsPackage(master=master, playlists=(*written, master))
+
+
+def _write_media(
+    root: Path, output: VideoOutput | AudioOutput, index: FragmentIndex, written: list[PlaylistFile]
+) -> str:
+    relative = playlist_path(output.relative_path)
+    # The playlist sits beside its object, so the object is named by its file name alone.
+    written.append(_write(root, relative, media_playlist(output.path.name, index)))
+    return relative
+
+
+def _write(root: Path, relative: str, body: str) -> PlaylistFile:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body, encoding="utf-8")
+    return PlaylistFile(path, relative)
+
+
+def _track_name(track: AudioOutput) -> str:
+    """What a player's menu shows: the title, else the language, else the index."""
+    return track.title or track.language or f"Track {track.stream_index}"

@@ -1,0 +1,163 @@
+"""HLS playlists over mirror's own files: pure text from plain data, no I/O.
+
+Every media playlist points into ONE object with `EXT-X-MAP` (the init section) and
+`EXT-X-BYTERANGE` (one fragment each), so the bucket holds no duplicate segment files
+and `video.mp4` / `audio/*.m4a` stay plain playable files. URIs are relative to the
+playlist, which is what lets `mirror serve` rewrite them (see `mirror.player`) and a
+public bucket or CDN serve them untouched. Version 7: byte ranges and EXT-X-MAP in a
+non-I-frame playlist need 6, `DEFAULT`/`AUTOSELECT` with `CHANNELS` is fine from 7.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mirror.hls.fragments import FragmentIndex
+
+VERSION = 7
+PLAYLIST_CONTENT_TYPE = "application/vnd.apple.mpegurl"
+AUDIO_GROUP = "audio"
+SUBTITLE_GROUP = "subs"
+
+
+def media_playlist(uri: str, index: FragmentIndex) -> str:
+    """A VOD media playlist of `index`'s fragments, all inside the object at `uri`."""
+    # RFC 8216 4.3.3.1: every EXTINF, rounded to the nearest integer, is <= the target.
+    target = max(1, math.floor(max(f.duration_s for f in index.fragments) + 0.5))
+    lines = [
+        "#EXTM3U",
+        f"#EXT-X-VERSION:{VERSION}",
+        f"#EXT-X-TARGETDURATION:{target}",
+        "#EXT-X-MEDIA-SEQUENCE:0",
+        "#EXT-X-PLAYLIST-TYPE:VOD",
+        "#EXT-X-INDEPENDENT-SEGMENTS",
+        f'#EXT-X-MAP:URI="{uri}",BYTERANGE="{index.init.length}@{index.init.offset}"',
+    ]
+    for fragment in index.fragments:
+        lines.append(f"#EXTINF:{fragment.duration_s:.6f},")
+        lines.append(f"#EXT-X-BYTERANGE:{fragment.length}@{fragment.offset}")
+        lines.append(uri)
+    lines.append("#EXT-X-ENDLIST")
+    return "\n".join(lines) + "\n"
+
+
+def subtitle_playlist(uri: str, duration_s: float) -> str:
+    """One WebVTT file as the single segment of a VOD playlist lasting `duration_s`."""
+    duration = max(duration_s, 0.001)
+    return (
+        "\n".join(
+            [
+                "#EXTM3U",
+                f"#EXT-X-VERSION:{VERSION}",
+                f"#EXT-X-TARGETDURATION:{max(1, math.floor(duration + 0.5))}",
+                "#EXT-X-MEDIA-SEQUENCE:0",
+                "#EXT-X-PLAYLIST-TYPE:VOD",
+                f"#EXTINF:{duration:.6f},",
+                uri,
+                "#EXT-X-ENDLIST",
+            ]
+        )
+        + "\n"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VideoRendition:
+    uri: str  # the media playlist, relative to the master
+    index: FragmentIndex
+    width: int | None
+    height: int | None
+    frame_rate: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AudioRendition:
+    uri: str
+    index: FragmentIndex
+    name: str
+    language: str | None
+    default: bool
+    channels: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubtitleRendition:
+    uri: str
+    name: str
+    language: str | None
+    default: bool = False
+    forced: bool = False
+
+
+def master_playlist(
+    video: VideoRendition,
+    audio: Sequence[AudioRendition],
+    subtitles: Sequence[SubtitleRendition] = (),
+) -> str:
+    """The master: one video variant with an AUDIO group (and a SUBTITLES group).
+
+    BANDWIDTH is the video's peak plus the largest audio peak (any one track plays at a
+    time); CODECS lists the video and every distinct audio codec, as players select
+    variants they cannot decode out by it.
+    """
+    lines = ["#EXTM3U", f"#EXT-X-VERSION:{VERSION}", "#EXT-X-INDEPENDENT-SEGMENTS"]
+    has_default = any(track.default for track in audio)
+    for position, track in enumerate(audio):
+        default = track.default or (not has_default and position == 0)
+        attributes = [
+            "TYPE=AUDIO",
+            f'GROUP-ID="{AUDIO_GROUP}"',
+            f'NAME="{_quoted(_unique_name(track.name, position, [a.name for a in audio]))}"',
+        ]
+        if track.language:
+            attributes.append(f'LANGUAGE="{_quoted(track.language)}"')
+        attributes.append(f"DEFAULT={'YES' if default else 'NO'}")
+        attributes.append("AUTOSELECT=YES")
+        if track.channels:
+            attributes.append(f'CHANNELS="{track.channels}"')
+        attributes.append(f'URI="{track.uri}"')
+        lines.append("#EXT-X-MEDIA:" + ",".join(attributes))
+    for position, sub in enumerate(subtitles):
+        attributes = [
+            "TYPE=SUBTITLES",
+            f'GROUP-ID="{SUBTITLE_GROUP}"',
+            f'NAME="{_quoted(_unique_name(sub.name, position, [s.name for s in subtitles]))}"',
+        ]
+        if sub.language:
+            attributes.append(f'LANGUAGE="{_quoted(sub.language)}"')
+        attributes.append(f"DEFAULT={'YES' if sub.default else 'NO'}")
+        attributes.append(f"AUTOSELECT={'YES' if sub.default or sub.forced else 'NO'}")
+        attributes.append(f"FORCED={'YES' if sub.forced else 'NO'}")
+        attributes.append(f'URI="{sub.uri}"')
+        lines.append("#EXT-X-MEDIA:" + ",".join(attributes))
+    codecs = [c for c in [video.index.codec, *(a.index.codec for a in audio)] if c]
+    peak_audio = max((a.index.peak_bitrate for a in audio), default=0)
+    average_audio = max((a.index.average_bitrate for a in audio), default=0)
+    stream = [
+        f"BANDWIDTH={video.index.peak_bitrate + peak_audio}",
+        f"AVERAGE-BANDWIDTH={video.index.average_bitrate + average_audio}",
+        f'CODECS="{",".join(dict.fromkeys(codecs))}"',
+    ]
+    if video.width and video.height:
+        stream.append(f"RESOLUTION={video.width}x{video.height}")
+    if video.frame_rate:
+        stream.append(f"FRAME-RATE={video.frame_rate:.3f}")
+    if audio:
+        stream.append(f'AUDIO="{AUDIO_GROUP}"')
+    if subtitles:
+        stream.append(f'SUBTITLES="{SUBTITLE_GROUP}"')
+    lines.append("#EXT-X-STREAM-INF:" + ",".join(stream))
+    lines.append(video.uri)
+    return "\n".join(lines) + "\n"
+
+
+def _unique_name(name: str, position: int, names: Sequence[str]) -> str:
+    """NAME must be unique within a group: a repeated title gets its position added."""
+    return name if names.count(name) == 1 else f"{name} ({position + 1})"
+
+
+def _quoted(value: str) -> str:
+    """A quoted-string attribute may hold neither `"` nor line breaks (RFC 8216 4.2)."""
+    return value.replace('"', "'").replace("\n", " ").replace("\r", " ")

@@ -1,0 +1,161 @@
+"""`GET /play/<item_id>`: a small page that plays a mirrored item straight from the bucket.
+
+Buckets are private by default (MinIO, S3), so the page cannot just point a player at
+`master.m3u8`: every object needs a presigned URL, and a presigned URL cannot be reached
+through the playlists' relative URIs. So `mirror serve` serves the item's playlists
+itself (read from S3, a few KiB each) and rewrites each media URI to a presigned URL
+of its object: the video, audio and subtitle bytes go from the bucket to the browser
+directly (byte ranges, CDN-able), never through `mirror serve`. The browser fetches
+them cross-origin, hence the bucket's CORS rule (README). The same playlists in the
+bucket stay untouched: a public bucket or CDN can serve `master.m3u8` as it is.
+
+The page uses the browser's native HLS where it has one with audio-track switching
+(Safari); elsewhere hls.js, from a pinned CDN URL with its integrity hash, or from a
+local copy of the npm package when `MIRROR_HLSJS_PATH` names one (offline sites, tests).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mirror.db.records import JobNotFound, JobRecord
+from mirror.item import normalize_item_id
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+# hls.js as published on npm; jsDelivr serves the npm tarball's bytes, so the hash of
+# node_modules/hls.js/dist/hls.min.js is the integrity of this URL.
+HLSJS_VERSION = "1.6.15"
+HLSJS_CDN_URL = f"https://cdn.jsdelivr.net/npm/hls.js@{HLSJS_VERSION}/dist/hls.min.js"
+HLSJS_INTEGRITY = "sha384-iZBI1/lW9u8FcBjxuQ8nPTsU7TXhZNtzkV8H3gQHSTgz+VYQoKWqGlBHqhO84alJ"
+HLSJS_LOCAL_ROUTE = "/play-assets/hls.min.js"
+# Long enough to watch a film with pauses; the page reloads playlists when it starts.
+PRESIGN_EXPIRY_S = 6 * 3600
+PLAYLIST_CONTENT_TYPE = "application/vnd.apple.mpegurl"
+_URI_ATTRIBUTE = re.compile(r'URI="([^"]+)"')
+
+
+class ItemJobs(Protocol):
+    def latest_for_item(self, item_id: str) -> JobRecord: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerAnswer:
+    status: int
+    body: bytes
+    content_type: str
+    cache_control: str = "no-store"
+
+
+class Player:
+    """Answers the player's page and the item's (rewritten) playlists."""
+
+    def __init__(
+        self, jobs: ItemJobs, client: S3Client, bucket: str, hlsjs_path: Path | None = None
+    ) -> None:
+        self.jobs = jobs
+        self.client = client
+        self.bucket = bucket
+        self.hlsjs_path = hlsjs_path
+
+    def page(self, raw_item_id: str) -> PlayerAnswer:
+        """The HTML page, or 404 when the item has no playable mirror."""
+        job, problem = self._playable(raw_item_id)
+        if job is None:
+            return _text(404, problem)
+        name = (job.source or {}).get("path") or job.item_id
+        script = (
+            f'<script src="{HLSJS_LOCAL_ROUTE}"></script>'
+            if self.hlsjs_path is not None
+            else f'<script src="{HLSJS_CDN_URL}" integrity="{HLSJS_INTEGRITY}" '
+            'crossorigin="anonymous"></script>'
+        )
+        template = resources.files("mirror").joinpath("player.html").read_text("utf-8")
+        body = (
+            template.replace("{{title}}", html.escape(posixpath.basename(str(name))))
+            .replace("{{hlsjs}}", script)
+            # In a script: JSON (the id is 32 hex chars, nothing to escape for HTML).
+            .replace("{{master}}", json.dumps(f"/play/{job.item_id}/master.m3u8"))
+        )
+        return PlayerAnswer(200, body.encode(), "text/html; charset=utf-8")
+
+    def playlist(self, raw_item_id: str, name: str) -> PlayerAnswer:
+        """A playlist of the item with every media URI presigned; 404 for anything else."""
+        job, problem = self._playable(raw_item_id)
+        if job is None or job.hls_key is None:
+            return _text(404, problem)
+        root = posixpath.dirname(job.hls_key)
+        key = posixpath.normpath(posixpath.join(root, name))
+        if not name.endswith(".m3u8") or not key.startswith(root + "/"):
+            return _text(404, "not a playlist of this item")
+        try:
+            text = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read().decode()
+        except ClientError:
+            return _text(404, f"{key} is not in the bucket")
+        except BotoCoreError as error:
+            return _text(502, f"S3 did not answer: {error}")
+        rewritten = rewrite_playlist(text, posixpath.dirname(key), self._presign)
+        return PlayerAnswer(200, rewritten.encode(), PLAYLIST_CONTENT_TYPE)
+
+    def hlsjs(self) -> PlayerAnswer:
+        if self.hlsjs_path is None:
+            return _text(404, "hls.js comes from its CDN (MIRROR_HLSJS_PATH is not set)")
+        body = self.hlsjs_path.read_bytes()
+        return PlayerAnswer(200, body, "text/javascript", "public, max-age=86400")
+
+    def _playable(self, raw_item_id: str) -> tuple[JobRecord | None, str]:
+        try:
+            job = self.jobs.latest_for_item(normalize_item_id(raw_item_id))
+        except (ValueError, JobNotFound) as error:
+            return None, str(error)
+        if job.status != "done" or not job.hls_key:
+            return None, (
+                f"item {job.item_id} has no playable mirror (latest job {job.status}; "
+                "mirrored with MIRROR_OUTPUT_FORMAT=hls?)"
+            )
+        return job, ""
+
+    def _presign(self, key: str) -> str:
+        url: str = self.client.generate_presigned_url(
+            "get_object",
+            Params={"Bucket": self.bucket, "Key": key},
+            ExpiresIn=PRESIGN_EXPIRY_S,
+        )
+        return url
+
+
+def rewrite_playlist(text: str, directory: str, presign: PresignFn) -> str:
+    """Media URIs (segments, EXT-X-MAP) become presigned URLs; playlist URIs stay relative,
+    so the player keeps asking `mirror serve` for them. Pure but for `presign`."""
+
+    def resolve(uri: str) -> str:
+        if uri.endswith(".m3u8") or "://" in uri:
+            return uri
+        return presign(posixpath.normpath(posixpath.join(directory, uri)))
+
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("#EXT-X-MAP:"):
+            line = _URI_ATTRIBUTE.sub(lambda m: f'URI="{resolve(m[1])}"', line)
+        elif line and not line.startswith("#"):
+            line = resolve(line)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+class PresignFn(Protocol):
+    def __call__(self, key: str) -> str: ...
+
+
+def _text(status: int, message: str) -> PlayerAnswer:
+    return PlayerAnswer(status, (message + "\n").encode(), "text/plain; charset=utf-8")

@@ -1,0 +1,299 @@
+"""A mirrored item plays from its bucket: in ffmpeg over HTTP, and in headless Chromium.
+
+The sample has two audio tracks, an embedded SubRip subtitle and a sidecar `.srt`
+(fetched through the stand-in's `/Videos/.../Subtitles/{index}/Stream.vtt`). Chromium
+is Debian's (`/usr/bin/chromium`, installed by .ci/run), driven by Playwright's driver;
+hls.js comes from its npm package, installed once into a cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mirror.player import HLSJS_VERSION
+from mirror.testing.jellyfin_catalog import Sidecar
+from mirror.testing.media import SampleMedia, generate_sample
+from tests.fixtures.stack import Stack
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--enable-blink-features=AudioVideoTracks",
+]
+HLSJS_CACHE = Path(os.environ.get("MIRROR_TEST_CACHE", Path.home() / ".cache" / "mirror-tests"))
+
+
+@pytest.fixture(scope="module")
+def playable_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
+    """8 s: long enough to play past 3 s, two 4 s fragments per output."""
+    dest = tmp_path_factory.mktemp("playable") / "playable.mkv"
+    return generate_sample(dest, "h264_aac", duration_s=8.0, ffmpeg_path=ffmpeg_path)
+
+
+@pytest.fixture(scope="session")
+def hlsjs_file() -> Path:
+    """hls.min.js from the npm package (never copied into the repo)."""
+    target = HLSJS_CACHE / f"hls.js-{HLSJS_VERSION}"
+    script = target / "node_modules" / "hls.js" / "dist" / "hls.min.js"
+    if not script.is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: hls.js cannot be fetched for the browser test")
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
+             "--prefix", str(target), f"hls.js@{HLSJS_VERSION}"],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+    return script
+
+
+@pytest.fixture
+def mirrored(stack: Stack, playable_sample: SampleMedia, tmp_path: Path) -> str:
+    """The sample mirrored with the default output format (hls); returns its item id."""
+    srt = tmp_path / "playable.fr.srt"
+    srt.write_text("1\n00:00:00,500 --> 00:00:07,000\nBonjour de mirror\n", encoding="utf-8")
+    item_id = stack.jellyfin.add_item(
+        playable_sample.path,
+        name="Playable",
+        streams=playable_sample.streams,
+        duration_s=playable_sample.duration_s,
+        sidecars=[Sidecar(srt, language="fre", title="Français (sidecar)")],
+    )
+    assert stack.mirror("enqueue", item_id).returncode == 0
+    result = stack.mirror("worker", "--burst")
+    assert result.returncode == 0, result.stderr[-3000:]
+    job = stack.job(item_id)
+    assert job.status == "done", job.error
+    # The bucket setup the README gives browsers on another origin.
+    stack.s3.client.put_bucket_cors(
+        Bucket=stack.s3.bucket,
+        CORSConfiguration={
+            "CORSRules": [
+                {
+                    "AllowedOrigins": ["*"],
+                    "AllowedMethods": ["GET", "HEAD"],
+                    "AllowedHeaders": ["*"],
+                    "ExposeHeaders": ["Content-Length", "Content-Range", "ETag"],
+                    "MaxAgeSeconds": 3600,
+                }
+            ]
+        },
+    )
+    return item_id
+
+
+def test_job_row_and_manifest_list_playlists_and_both_subtitles(
+    stack: Stack, mirrored: str
+) -> None:
+    job = stack.job(mirrored)
+    assert job.hls_key == f"mirror/{mirrored}/master.m3u8"
+    assert job.subtitle_keys is not None
+    subs = {(e["key"].rsplit("/", 1)[1], e["external"], e["codec"]) for e in job.subtitle_keys}
+    # Jellyfin numbers the sidecar 0 and the file's subtitle 4; the file's own index is 3.
+    assert subs == {("3-eng.vtt", False, "subrip"), ("0-fre.vtt", True, "subrip")}
+    master = _object(stack, job.hls_key).decode()
+    assert master.count("TYPE=SUBTITLES") == 2 and master.count("TYPE=AUDIO") == 2
+    assert re.search(r'CODECS="avc1\.[0-9a-f]{6},mp4a\.40\.2"', master)
+    sidecar_vtt = _object(stack, f"mirror/{mirrored}/subtitles/0-fre.vtt").decode()
+    assert sidecar_vtt.startswith("WEBVTT") and "Bonjour de mirror" in sidecar_vtt
+    manifest = json.loads(_object(stack, job.manifest_key or ""))
+    assert manifest["hls"]["master"] == job.hls_key
+    assert {p["key"] for p in manifest["hls"]["playlists"]} >= {job.hls_key}
+    assert all(p["sha256"] for p in manifest["hls"]["playlists"])
+    assert [s["key"] for s in manifest["subtitles"]] == [e["key"] for e in job.subtitle_keys]
+
+
+def test_ffmpeg_reads_master_over_http_from_s3_and_decodes_every_rendition(
+    stack: Stack, mirrored: str, ffmpeg_path: str
+) -> None:
+    # A bucket (or CDN) that serves the mirror publicly: the playlists work unchanged.
+    stack.s3.client.put_bucket_policy(
+        Bucket=stack.s3.bucket,
+        Policy=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": "*",
+                        "Action": "s3:GetObject",
+                        "Resource": f"arn:aws:s3:::{stack.s3.bucket}/mirror/*",
+                    }
+                ],
+            }
+        ),
+    )
+    url = f"{stack.s3.endpoint_url}/{stack.s3.bucket}/mirror/{mirrored}/master.m3u8"
+    listing = subprocess.run(
+        [ffmpeg_path, "-hide_banner", "-i", url], capture_output=True, text=True, timeout=60
+    ).stderr
+    streams = re.findall(r"Stream #0:\d+.*?: (Video|Audio|Subtitle): (\w+)", listing)
+    assert sorted(streams) == [
+        ("Audio", "aac"), ("Audio", "aac"),
+        ("Subtitle", "webvtt"), ("Subtitle", "webvtt"),
+        ("Video", "h264"),
+    ], listing  # fmt: skip
+    decoded = subprocess.run(
+        [ffmpeg_path, "-hide_banner", "-nostdin", "-loglevel", "error", "-xerror",
+         "-i", url, "-map", "0", "-c:s", "webvtt", "-f", "null", "-"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert decoded.returncode == 0 and decoded.stderr == "", decoded.stderr
+    print(f"ffmpeg decoded {len(streams)} renditions of {url} without error: {streams}")
+
+
+@pytest.fixture
+def serve_url(stack: Stack, hlsjs_file: Path) -> Iterator[str]:
+    log = stack.log_dir / "serve.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=stack.env(
+                MIRROR_HLSJS_PATH=str(hlsjs_file),
+                MIRROR_LOG_LEVEL="INFO",
+                MIRROR_WEBHOOK_SECRET="not-used-here",
+            ),
+        )
+    try:
+        found = stack.wait_for(
+            lambda: (
+                re.search(r"serving on (http://\S+:\d+)", log.read_text())
+                or (server.poll() is not None and pytest.fail(f"serve exited: {log.read_text()}"))
+            ),
+            30,
+            "serve",
+        )
+        yield found.group(1)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+@pytest.mark.parametrize("engine", ["hls.js", "native"])
+def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
+    stack: Stack, mirrored: str, serve_url: str, tmp_path: Path, engine: str
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    if engine == "native" and not _chromium_has_native_hls():
+        pytest.skip("this Chromium has no native HLS (141+ has)")
+    messages: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 720})
+            page.on("console", lambda message: messages.append(message.text))
+            # Without ?engine= the page picks hls.js in Chromium; native is forced to check it.
+            query = "" if engine == "hls.js" else "?engine=native"
+            page.goto(f"{serve_url}/play/{mirrored}{query}")
+            page.wait_for_function("window.mirrorPlayer.audio().length === 2", timeout=20_000)
+            audio: list[dict[str, Any]] = page.evaluate("window.mirrorPlayer.audio()")
+            assert [(t["language"], t["name"]) for t in audio] == [
+                ("eng", "English Stereo"),
+                ("fra", "Français \u2013 commentaire"),
+            ]
+            assert audio[0]["active"]
+            page.evaluate("document.getElementById('video').play()")
+            page.wait_for_function(
+                "document.getElementById('video').currentTime > 3", timeout=30_000
+            )
+
+            page.evaluate("window.mirrorPlayer.setAudio(1)")
+            page.wait_for_function("window.mirrorPlayer.audio()[1].active", timeout=10_000)
+            after_switch = page.evaluate("document.getElementById('video').currentTime")
+            page.wait_for_function(
+                f"document.getElementById('video').currentTime > {after_switch + 0.5}"
+                " || document.getElementById('video').ended",
+                timeout=15_000,
+            )
+
+            assert page.evaluate("window.mirrorPlayer.engine") == engine
+            shot = tmp_path / f"player-{engine}.png"
+            if engine == "native":
+                # Chromium's own HLS lists no SUBTITLES renditions (why the page picks
+                # hls.js there); it plays and switches audio, which is what is checked.
+                assert page.evaluate("window.mirrorPlayer.subtitles()") == []
+                page.screenshot(path=str(shot))
+                return
+            subtitles = page.evaluate("window.mirrorPlayer.subtitles()")
+            languages = sorted(s["language"] for s in subtitles)
+            assert languages == ["eng", "fre"], subtitles
+            english = next(i for i, s in enumerate(subtitles) if s["language"] == "eng")
+            page.evaluate(f"window.mirrorPlayer.setSubtitle({english})")
+            page.evaluate(
+                "(() => { const v = document.getElementById('video');"
+                " v.currentTime = 1; return v.play(); })()"
+            )
+            cue = page.wait_for_function(
+                """() => {
+                    for (const track of document.getElementById('video').textTracks) {
+                        if (track.mode === 'showing' && track.activeCues
+                            && track.activeCues.length) return track.activeCues[0].text;
+                    }
+                    return null;
+                }""",
+                timeout=20_000,
+            ).json_value()
+            assert cue == "Hello from mirror"
+            page.screenshot(path=str(shot))
+            print(f"screenshot: {shot}")
+            assert shot.stat().st_size > 0
+            status = page.text_content("#status") or ""
+            assert "failed" not in status, (status, messages)
+        finally:
+            browser.close()
+
+
+def _chromium_has_native_hls() -> bool:
+    version = subprocess.run([str(CHROMIUM), "--version"], capture_output=True, text=True)
+    found = re.search(r"(\d+)\.", version.stdout)
+    return found is not None and int(found[1]) >= 141
+
+
+def _object(stack: Stack, key: str) -> bytes:
+    body: bytes = stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=key)["Body"].read()
+    return body
+
+
+def test_output_format_mp4_keeps_todays_faststart_files_without_playlists(
+    stack: Stack, playable_sample: SampleMedia
+) -> None:
+    item_id = stack.add_sample(playable_sample, name="Plain")
+    assert stack.mirror("enqueue", item_id).returncode == 0
+    result = stack.mirror("worker", "--burst", MIRROR_OUTPUT_FORMAT="mp4")
+    assert result.returncode == 0, result.stderr[-3000:]
+    job = stack.job(item_id)
+    assert job.status == "done", job.error
+    assert job.hls_key is None and job.subtitle_keys == []
+    assert [s["reason"] for s in job.skipped_streams or []] == [
+        "text subtitle (subrip): output format mp4 writes no subtitles"
+    ]
+    root = f"mirror/{item_id}/"
+    assert stack.object_keys() == [
+        root + "audio/1-eng.m4a",
+        root + "audio/2-fra.m4a",
+        root + "manifest.json",
+        root + "video.mp4",
+    ]
+    # faststart: the moov comes before the media data, no fragments.
+    head = _object(stack, root + "video.mp4")[:64]
+    assert head[4:8] == b"ftyp" and b"moov" in head and b"moof" not in head

@@ -1,0 +1,159 @@
+"""The HLS playlists and the fragment index they are built from: pure, no files."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from mirror.errors import PermanentError
+from mirror.hls.fragments import (
+    ByteRange,
+    Fragment,
+    FragmentIndex,
+    codec_string,
+    index_from_head,
+    parse_sidx,
+)
+from mirror.hls.package import playlist_path
+from mirror.hls.playlists import (
+    AudioRendition,
+    SubtitleRendition,
+    VideoRendition,
+    master_playlist,
+    media_playlist,
+    subtitle_playlist,
+)
+
+
+def _box(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I4s", 8 + len(payload), kind) + payload
+
+
+def _sidx(timescale: int, refs: list[tuple[int, int]], first_offset: int = 0) -> bytes:
+    payload = struct.pack(">B3xIIIIxxH", 0, 1, timescale, 0, first_offset, len(refs))
+    for size, duration in refs:
+        payload += struct.pack(">III", size, duration, 0x90000000)
+    return _box(b"sidx", payload)
+
+
+def test_sidx_references_become_absolute_byte_ranges_after_the_box() -> None:
+    box = _sidx(1000, [(500, 4000), (300, 2500)])
+    fragments = parse_sidx(box, box_offset=800)
+    start = 800 + len(box)
+    assert fragments == (
+        Fragment(start, 500, 4.0),
+        Fragment(start + 500, 300, 2.5),
+    )
+
+
+def test_version_1_sidx_with_a_first_offset_is_read() -> None:
+    payload = struct.pack(">B3xIIQQxxH", 1, 1, 90000, 0, 10, 1)
+    payload += struct.pack(">III", 100, 90000 * 6, 0)
+    box = _box(b"sidx", payload)
+    assert parse_sidx(box, 0) == (Fragment(len(box) + 10, 100, 6.0),)
+
+
+def test_init_section_spans_ftyp_and_moov() -> None:
+    ftyp = _box(b"ftyp", b"isom" * 4)
+    moov = _box(b"moov", b"\0" * 40)
+    sidx = _sidx(1000, [(10, 1000)])
+    boxes = {
+        b"ftyp": (0, ftyp),
+        b"moov": (len(ftyp), moov),
+        b"sidx": (len(ftyp) + len(moov), sidx),
+    }
+    index = index_from_head(boxes, "video.mp4")
+    assert index.init == ByteRange(0, len(ftyp) + len(moov))
+    assert index.fragments[0].offset == len(ftyp) + len(moov) + len(sidx)
+
+
+def test_a_file_without_a_segment_index_is_refused_by_name() -> None:
+    boxes = {b"ftyp": (0, _box(b"ftyp", b"")), b"moov": (8, _box(b"moov", b""))}
+    with pytest.raises(PermanentError, match=r"video\.mp4 has no segment index"):
+        index_from_head(boxes, "video.mp4")
+
+
+def test_codec_strings_come_from_avcc_and_esds() -> None:
+    avcc = _box(b"avcC", bytes([1, 0x64, 0x00, 0x1F, 0xFF]))
+    assert codec_string(_box(b"moov", avcc)) == "avc1.64001f"
+    # ES_Descriptor > DecoderConfigDescriptor (0x40: MPEG-4 audio) > AudioSpecificConfig
+    # 0x12 0x10: audio object type 2 (AAC LC), 44.1 kHz, stereo.
+    dsi = bytes([0x05, 0x02, 0x12, 0x10])
+    dcd = bytes([0x04, 13 + len(dsi), 0x40, 0x15]) + b"\0" * 11 + dsi
+    esd = bytes([0x03, 3 + len(dcd), 0, 1, 0]) + dcd
+    esds = _box(b"esds", b"\0\0\0\0" + esd)
+    assert codec_string(_box(b"moov", esds)) == "mp4a.40.2"
+
+
+def _index(*durations: float, size: int = 1000, codec: str = "avc1.64001f") -> FragmentIndex:
+    fragments = []
+    offset = 900
+    for duration in durations:
+        fragments.append(Fragment(offset, size, duration))
+        offset += size
+    return FragmentIndex(ByteRange(0, 800), tuple(fragments), codec)
+
+
+def test_media_playlist_points_every_segment_into_the_one_object() -> None:
+    text = media_playlist("video.mp4", _index(4.0, 4.0, 2.0))
+    lines = text.splitlines()
+    assert lines[0] == "#EXTM3U"
+    assert '#EXT-X-MAP:URI="video.mp4",BYTERANGE="800@0"' in lines
+    assert lines.count("video.mp4") == 3
+    assert "#EXT-X-BYTERANGE:1000@900" in lines
+    assert "#EXT-X-BYTERANGE:1000@2900" in lines
+    assert "#EXT-X-TARGETDURATION:4" in lines
+    assert lines[-1] == "#EXT-X-ENDLIST"
+
+
+def test_target_duration_is_the_longest_segment_rounded_to_nearest() -> None:
+    # 4.01 s audio fragments round to 4; a 4.6 s one needs 5.
+    assert "#EXT-X-TARGETDURATION:4" in media_playlist("a.m4a", _index(4.01, 4.01))
+    assert "#EXT-X-TARGETDURATION:5" in media_playlist("a.m4a", _index(4.6, 1.0))
+
+
+def test_subtitle_playlist_is_one_segment_as_long_as_the_video() -> None:
+    text = subtitle_playlist("3-eng.vtt", 10.0)
+    assert "#EXTINF:10.000000," in text
+    assert "3-eng.vtt" in text.splitlines()
+
+
+def test_master_lists_video_with_codecs_bandwidth_resolution_and_groups() -> None:
+    video = VideoRendition("video.m3u8", _index(4.0, size=100_000), 1920, 1080)
+    audio = [
+        AudioRendition("audio/1-eng.m3u8", _index(4.0, codec="mp4a.40.2"), "English", "eng", False),
+        AudioRendition("audio/2-fra.m3u8", _index(4.0, codec="mp4a.40.2"), 'Fr "VF"', "fra", True),
+    ]
+    subs = [SubtitleRendition("subtitles/3-eng.m3u8", "English", "eng")]
+    text = master_playlist(video, audio, subs)
+    assert (
+        '#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="audio",NAME="English",LANGUAGE="eng",'
+        'DEFAULT=NO,AUTOSELECT=YES,URI="audio/1-eng.m3u8"'
+    ) in text
+    assert 'NAME="Fr \'VF\'",LANGUAGE="fra",DEFAULT=YES' in text
+    assert 'TYPE=SUBTITLES,GROUP-ID="subs",NAME="English",LANGUAGE="eng"' in text
+    stream = next(line for line in text.splitlines() if line.startswith("#EXT-X-STREAM-INF"))
+    assert "BANDWIDTH=202000," in stream  # 100 kB in 4 s = 200 kbit/s, + 2 kbit/s audio
+    assert 'CODECS="avc1.64001f,mp4a.40.2"' in stream
+    assert "RESOLUTION=1920x1080" in stream
+    assert 'AUDIO="audio"' in stream and 'SUBTITLES="subs"' in stream
+    assert text.splitlines()[-1] == "video.m3u8"
+
+
+def test_without_a_jellyfin_default_the_first_audio_track_is_default() -> None:
+    video = VideoRendition("video.m3u8", _index(4.0), None, None)
+    audio = [
+        AudioRendition("audio/1-eng.m3u8", _index(4.0, codec="mp4a.40.2"), "Same", "eng", False),
+        AudioRendition("audio/2-eng.m3u8", _index(4.0, codec="mp4a.40.2"), "Same", "eng", False),
+    ]
+    text = master_playlist(video, audio)
+    assert 'NAME="Same (1)",LANGUAGE="eng",DEFAULT=YES' in text
+    assert 'NAME="Same (2)",LANGUAGE="eng",DEFAULT=NO' in text
+    assert "RESOLUTION" not in text and "SUBTITLES" not in text
+
+
+def test_each_playlist_sits_beside_its_object() -> None:
+    assert playlist_path("video.mp4") == "video.m3u8"
+    assert playlist_path("audio/1-eng.m4a") == "audio/1-eng.m3u8"
+    assert playlist_path("subtitles/3-eng.vtt") == "subtitles/3-eng.m3u8"
