@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mirror.db.attempts import AttemptStats
-from mirror.db.repository import Fence, Lease
 from mirror.errors import (
     JobCancelled,
     LeaseLost,
@@ -24,6 +22,7 @@ from mirror.errors import (
     TransientError,
 )
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import AttemptStats, Fence, Lease
 from mirror.logs import ContextAdapter
 from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal

@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mirror.db.attempts import AttemptStats
 from mirror.durations import format_duration
 from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.jobs import AttemptStats
 from mirror.outage import DATABASE_OUTAGE, describe_outage
 from mirror.progress import AbortSignal, Progress
 

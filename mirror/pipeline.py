@@ -14,18 +14,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from mirror.checksums import FileDigest
-from mirror.db.repository import Fence, Lease
 from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.item import MediaItem
+from mirror.jobs import Fence, Lease
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.outage import durably
 from mirror.progress import AbortSignal, ProgressCallback, abortably
+from mirror.s3.checksums import FileDigest
+from mirror.s3.storage import Upload, audio_key, manifest_key, output_key, video_key
 from mirror.sources import require_media_file, require_probed
-from mirror.storage import Upload, audio_key, manifest_key, output_key, video_key
 from mirror.transcode import (
     ProbedFile,
     SubtitleOutput,

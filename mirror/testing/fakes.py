@@ -10,7 +10,7 @@ import threading
 import uuid
 from typing import Any
 
-from mirror.db.repository import Fence
+from mirror.jobs import Fence
 
 
 class InMemoryBeatStore:

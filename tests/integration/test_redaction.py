@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import JobRepository, Lease
 from mirror.errors import PermanentError, TransientError
 from mirror.heartbeat import Heartbeat

@@ -10,8 +10,8 @@ from s3transfer.futures import TransferCoordinator, TransferFuture, TransferMeta
 
 from mirror.errors import ConfigError, JobCancelled
 from mirror.progress import Progress
-from mirror.storage import MiB, S3Storage
-from mirror.upload_run import ByteTally, RunSubscriber, UploadRun
+from mirror.s3.storage import MiB, S3Storage
+from mirror.s3.upload_run import ByteTally, RunSubscriber, UploadRun
 
 
 def test_tally_sum_is_exact_with_negative_deltas_from_many_threads() -> None:

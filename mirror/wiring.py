@@ -13,16 +13,17 @@ from typing import Any
 from sqlalchemy import Engine
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
-from mirror.bucket import Bucket
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.engine import check_schema, make_engine
+from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository, Lease
 from mirror.jellyfin import JellyfinClient
 from mirror.logs import get_logger
 from mirror.pipeline import MirrorPipeline, TranscodeOptions
 from mirror.progress import AbortSignal
+from mirror.s3.bucket import Bucket
+from mirror.s3.storage import S3Storage
 from mirror.settings import Settings
-from mirror.storage import S3Storage
 from mirror.transcode import find_ffmpeg
 from mirror.worker import Worker, WorkerConfig
 
@@ -175,4 +176,5 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
     )
-    return Worker(repo, run_one, config, listen_url=settings.database_url)
+    listen = JobListener(settings.database_url_required, reconnect_s=settings.poll_interval)
+    return Worker(repo, run_one, config, listen=listen)

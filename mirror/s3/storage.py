@@ -25,22 +25,22 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from s3transfer.manager import TransferConfig, TransferManager
 
-from mirror.checksums import (
+from mirror.errors import ConfigError, MirrorError, TransientError
+from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
+from mirror.progress import AbortSignal, ProgressCallback
+from mirror.s3.checksums import (
     PART_CHECKSUM_ALGORITHM,
     FileDigest,
     HashingReader,
     IncompleteDigest,
 )
-from mirror.errors import ConfigError, MirrorError, TransientError
-from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
-from mirror.progress import AbortSignal, ProgressCallback
-from mirror.s3_errors import error_code, http_status, translate_error
-from mirror.upload_run import RunSubscriber, UploadRun
+from mirror.s3.errors import error_code, http_status, translate_error
+from mirror.s3.upload_run import RunSubscriber, UploadRun
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mirror.storage")
 
 MiB = 1024 * 1024
 VIDEO_CONTENT_TYPE = "video/mp4"
