@@ -22,9 +22,10 @@ test: install
 test-fast: install  ## unit tests only: no services
 	$(BIN)/pytest -q tests/unit
 
-lint:
+lint:  ## ruff, and the layer contracts in pyproject.toml (import-linter)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck:
 	$(BIN)/mypy

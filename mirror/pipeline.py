@@ -21,10 +21,9 @@ from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.item import MediaItem
 from mirror.jobs import Fence, Lease
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
+from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
 from mirror.outage import durably
 from mirror.progress import AbortSignal, ProgressCallback, abortably
-from mirror.s3.checksums import FileDigest
-from mirror.s3.storage import Upload, audio_key, manifest_key, output_key, video_key
 from mirror.sources import require_media_file, require_probed
 from mirror.transcode import (
     ProbedFile,
