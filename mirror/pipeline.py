@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +17,7 @@ from mirror.errors import JobCancelled, LeaseLost, PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
+from mirror.hls.subtitles import fetch_sidecar_subtitles
 from mirror.item import MediaItem
 from mirror.jobs import Fence, Lease
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
@@ -142,7 +142,7 @@ class MirrorPipeline:
             # Map from the file itself (Jellyfin numbers sidecars first) and check its list.
             plan = self._plan_from_file(item, workspace.file("out"), source)
             run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
-            self._fetch_sidecar_subtitles(item, plan, heartbeat)
+            plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
             heartbeat.flush()
             # Nothing reaches S3 unless every output holds what the plan says.
             verified = verify_outputs(plan, self.transcode.ffmpeg_path)
@@ -265,16 +265,14 @@ class MirrorPipeline:
 
     def _fetch_sidecar_subtitles(
         self, item: MediaItem, plan: TranscodePlan, heartbeat: Heartbeat
-    ) -> None:
-        """Sidecar text subtitles are not in the download: Jellyfin serves them as WebVTT."""
-        for sub in plan.subtitles:
-            if sub.external:
-                body = abortably(heartbeat.abort, partial(self._subtitle, item, sub.stream_index))
-                sub.path.parent.mkdir(parents=True, exist_ok=True)
-                sub.path.write_bytes(body)
+    ) -> TranscodePlan:
+        def fetch(index: int) -> bytes:
+            source_id = item.source_id or item.id
+            return abortably(
+                heartbeat.abort, lambda: self.media.fetch_subtitle(item.id, source_id, index)
+            )
 
-    def _subtitle(self, item: MediaItem, index: int) -> bytes:
-        return self.media.fetch_subtitle(item.id, item.source_id or item.id, index)
+        return fetch_sidecar_subtitles(plan, fetch)
 
     def _upload(self, item_id: str, file: PlaylistFile | SubtitleOutput) -> Upload:
         key = output_key(self.s3_prefix, item_id, file.relative_path)

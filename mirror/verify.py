@@ -54,6 +54,9 @@ def expected_objects(job: JobRecord) -> list[dict[str, Any]]:
     video = job.video or ({"key": job.video_key} if job.video_key else None)
     entries = [video] if video and video.get("key") else []
     entries += [entry for entry in job.audio_keys or [] if entry.get("key")]
+    entries += [entry for entry in job.subtitle_keys or [] if entry.get("key")]
+    if job.hls_key:  # its size and SHA-256 are in the manifest, not on the row
+        entries.append({"key": job.hls_key})
     return [{"key": e["key"], "size": e.get("size"), "sha256": e.get("sha256")} for e in entries]
 
 

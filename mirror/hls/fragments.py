@@ -10,7 +10,9 @@ The parsing is pure (bytes in, plain data out); `read_fragment_index` does the I
 
 from __future__ import annotations
 
+import itertools
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +60,39 @@ class FragmentIndex:
         total = self.duration_s
         size = sum(fragment.length for fragment in self.fragments)
         return round(size * 8 / total) if total > 0 else 0
+
+
+def aligned(index: FragmentIndex, boundaries: Sequence[float]) -> FragmentIndex:
+    """`index` with consecutive fragments merged into segments that end as close as
+    possible to each of `boundaries` (the video's segment ends, in seconds).
+
+    Audio has no keyframes to cut at, and its frames (1024 samples) do not add up to
+    whole seconds: fragments cut every N seconds drift from the video's by a frame each
+    time. Written in short fragments and grouped here, the audio segments stay within
+    half a fragment of the video's for the whole file. Consecutive fragments are
+    consecutive bytes, so a group is one byte range.
+    """
+    ends = list(itertools.accumulate(f.duration_s for f in index.fragments))
+    cuts = set()
+    for boundary in boundaries:
+        nearest = min(range(len(ends)), key=lambda j: abs(ends[j] - boundary))
+        cuts.add(nearest)
+    cuts.add(len(ends) - 1)
+    segments: list[Fragment] = []
+    start = 0
+    for end in sorted(cuts):
+        group = index.fragments[start : end + 1]
+        if group:
+            first, last = group[0], group[-1]
+            segments.append(
+                Fragment(
+                    first.offset,
+                    last.offset + last.length - first.offset,
+                    sum(f.duration_s for f in group),
+                )
+            )
+        start = end + 1
+    return FragmentIndex(init=index.init, fragments=tuple(segments), codec=index.codec)
 
 
 def read_fragment_index(path: Path) -> FragmentIndex:

@@ -8,10 +8,11 @@ row's `hls_key`).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from mirror.hls.fragments import FragmentIndex, read_fragment_index
+from mirror.hls.fragments import FragmentIndex, aligned, read_fragment_index
 from mirror.hls.playlists import (
     PLAYLIST_CONTENT_TYPE,
     AudioRendition,
@@ -60,9 +61,11 @@ def package_hls(
         width=width,
         height=height,
     )
+    # Audio segments end where the video's do (to within half an audio fragment).
+    video_ends = list(itertools.accumulate(f.duration_s for f in video_index.fragments))[:-1]
     audio = []
     for track in plan.audio:
-        index = read_fragment_index(track.path)
+        index = aligned(read_fragment_index(track.path), video_ends)
         audio.append(
             AudioRendition(
                 uri=_write_media(root, track, index, written),

@@ -18,7 +18,7 @@ from mirror.demo.media import SampleMedia
 from mirror.item import MediaStream
 from mirror.testing.library_samples import ShapeKind, sidecar_layout
 from mirror.transcode.probe import ProbedFile, probe_file
-from tests.fixtures.stack import Stack
+from tests.fixtures.stack import Stack, mirrored_keys
 
 Shapes = Callable[[ShapeKind], SampleMedia]
 
@@ -65,16 +65,25 @@ def test_sidecars_listed_first_do_not_shift_the_files_streams(
         assert [(s.type, s.codec, s.channels) for s in audio.streams] == [
             ("Audio", "aac", channels)
         ]
+    # Text subtitles are mirrored: the file's own (its index 3) and the sidecar .srt,
+    # fetched as WebVTT from Jellyfin by Jellyfin's Index (0); the .mka sidecar is skipped.
+    assert [(e["key"], e["external"]) for e in job.subtitle_keys or []] == [
+        (f"mirror/{item}/subtitles/3-eng.vtt", False),
+        (f"mirror/{item}/subtitles/0-eng.vtt", True),
+    ]
+    sidecar = read_object(stack, f"mirror/{item}/subtitles/0-eng.vtt")
+    assert sidecar.startswith(b"WEBVTT") and b"Sidecar subtitle" in sidecar
     skipped = {(s["index"], s["kind"], s.get("path")) for s in job.skipped_streams or []}
-    assert skipped == {
-        (0, "Subtitle", str(layout.sidecars[0])),
-        (1, "Audio", str(layout.sidecars[1])),
-        (3, "Subtitle", None),  # the file's own subtitle: no subtitle outputs
-    }
+    assert skipped == {(1, "Audio", str(layout.sidecars[1]))}
     assert all(
         s["reason"].startswith("external file") for s in job.skipped_streams or [] if "path" in s
     )
-    assert len(stack.object_keys()) == 4  # video, two audio tracks, manifest.json
+    assert stack.object_keys() == mirrored_keys(job)
+
+
+def read_object(stack: Stack, key: str) -> bytes:
+    body: bytes = stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=key)["Body"].read()
+    return body
 
 
 def test_cover_art_is_skipped_and_the_real_video_is_mirrored(
@@ -132,12 +141,13 @@ def test_surround_ac3_becomes_six_channel_aac(
 
 
 def test_item_without_audio_is_done_with_no_audio_keys(stack: Stack, library_shape: Shapes) -> None:
-    item, job = mirror_one(stack, library_shape("no_audio"))
+    _, job = mirror_one(stack, library_shape("no_audio"))
 
     assert job.status == "done", job.error
     assert job.audio_keys == []
     assert job.video is not None and job.video["codec"] == "h264"
-    assert stack.object_keys() == [f"mirror/{item}/manifest.json", f"mirror/{item}/video.mp4"]
+    assert stack.object_keys() == mirrored_keys(job)
+    assert not [key for key in stack.object_keys() if "/audio/" in key]
 
 
 def test_jellyfin_listing_more_audio_than_the_file_has_fails_naming_both(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -11,6 +12,7 @@ from mirror.hls.fragments import (
     ByteRange,
     Fragment,
     FragmentIndex,
+    aligned,
     codec_string,
     index_from_head,
     parse_sidx,
@@ -157,3 +159,21 @@ def test_each_playlist_sits_beside_its_object() -> None:
     assert playlist_path("video.mp4") == "video.m3u8"
     assert playlist_path("audio/1-eng.m4a") == "audio/1-eng.m3u8"
     assert playlist_path("subtitles/3-eng.vtt") == "subtitles/3-eng.m3u8"
+
+
+def test_audio_fragments_are_grouped_into_segments_ending_with_the_videos() -> None:
+    # 0.512 s AAC fragments (24 frames at 48 kHz) against 4 s video segments: grouped
+    # they end within a quarter second of every video boundary, however long the file.
+    audio = _index(*([0.512] * 80), size=100)  # 40.96 s
+    video_ends = [4.0 * n for n in range(1, 10)]
+    segments = aligned(audio, video_ends).fragments
+    ends = list(itertools.accumulate(f.duration_s for f in segments))
+    assert len(segments) == 10
+    for end, boundary in zip(ends, video_ends, strict=False):
+        assert abs(end - boundary) <= 0.256 + 1e-9
+    # One byte range per segment, back to back, covering every fragment.
+    assert segments[0].offset == audio.fragments[0].offset
+    for before, after in itertools.pairwise(segments):
+        assert before.offset + before.length == after.offset
+    assert sum(s.length for s in segments) == 80 * 100
+    assert sum(s.duration_s for s in segments) == pytest.approx(40.96)

@@ -237,11 +237,16 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         if item is None or not raw_index.isdigit() or name != "stream.vtt":
             self._send_not_found()
             return
-        index = int(raw_index)
-        if index < len(item.sidecars):
-            argv = ["-i", str(item.sidecars[index].path)]
-        else:
-            argv = ["-i", str(item.path), "-map", f"0:{index - len(item.sidecars)}"]
+        listed = item.media_streams()
+        stream = next((st for st in listed if st.get("Index") == int(raw_index)), None)
+        if stream is None or stream.get("Type") != "Subtitle":
+            self._send_not_found()
+            return
+        if stream.get("IsExternal"):
+            argv = ["-i", str(stream["Path"])]
+        else:  # the file's own stream: its position among the file's streams
+            own = [st for st in listed if not st.get("IsExternal")]
+            argv = ["-i", str(item.path), "-map", f"0:{own.index(stream)}"]
         result = subprocess.run(
             [imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", *argv,
              "-f", "webvtt", "pipe:1"],
