@@ -116,6 +116,21 @@ class AttemptStats:
     upload_s: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Mirrored:
+    """What a pipeline run leaves in S3: the columns its `done` records (DESIGN: the job
+    table). The pipeline returns it; `run_attempt` alone writes it, like every end state."""
+
+    video_key: str
+    audio_keys: list[dict[str, Any]]
+    video: dict[str, Any] | None = None
+    skipped_streams: list[dict[str, Any]] | None = None
+    source: dict[str, Any] | None = None
+    manifest_key: str | None = None
+    hls_key: str | None = None
+    subtitle_keys: list[dict[str, Any]] | None = None
+
+
 class DatabaseUnavailable(MirrorError):
     """Postgres cannot be reached, dropped us, or every pooled connection stayed busy.
 

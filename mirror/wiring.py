@@ -18,6 +18,7 @@ from mirror.db.engine import check_schema, make_engine
 from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository, Lease
 from mirror.jellyfin import JellyfinClient
+from mirror.jellyfin.body import fast_path_problem
 from mirror.logs import get_logger
 from mirror.pipeline import MirrorPipeline, TranscodeOptions
 from mirror.progress import AbortSignal
@@ -144,7 +145,6 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
     pipeline = MirrorPipeline(
         media=media,
         store=store,
-        jobs=repo,
         transcode=options,
         work_dir=settings.work_dir,
         s3_prefix=settings.s3_prefix,
@@ -158,6 +158,9 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         retry_backoff=settings.retry_backoff,
     )
     job_log = get_logger("mirror.job")
+    problem = fast_path_problem()
+    if problem is not None:
+        job_log.warning("download fast path unavailable, using httpx's reads: %s", problem)
 
     def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
         log = job_log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts)

@@ -99,6 +99,7 @@ class JellyfinClient:
             transport=transport,
             follow_redirects=True,
             max_redirects=MAX_REDIRECTS,
+            # keep-alive off: the download fast path needs it (mirror/jellyfin/body.py)
             limits=httpx.Limits(max_keepalive_connections=0),
         )
         self._version_lock = threading.Lock()

@@ -15,6 +15,7 @@ from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import Fence, JobRepository, Lease
 from mirror.errors import InsufficientSpace, NotReady, TransientError
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import Mirrored
 from mirror.logs import get_logger
 from mirror.progress import AbortSignal
 
@@ -31,7 +32,7 @@ def attempt_with(
     lease = repo.claim_next("w")
     assert lease is not None
 
-    def pipeline(lease: Lease, heartbeat: Heartbeat) -> None:
+    def pipeline(lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         raise error
 
     outcome = run_attempt(
