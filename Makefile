@@ -16,11 +16,15 @@ demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, moto 
 	$(BIN)/pip install --quiet -e '.[demo]'
 	$(BIN)/mirror demo
 
-test: install
-	$(BIN)/pytest -q
+# Tests wait on subprocesses, sockets and ffmpeg more than they compute: three xdist
+# workers on two cores; tests sharing an `xdist_group` run on one worker (--dist loadgroup).
+XDIST ?= -n 3 --dist loadgroup
 
-test-fast: install  ## unit tests only: no services
-	$(BIN)/pytest -q tests/unit
+test: install
+	$(BIN)/pytest -q $(XDIST)
+
+test-fast: install  ## everything but the e2e tests (unit: no services; integration: Postgres)
+	$(BIN)/pytest -q $(XDIST) -m "not e2e"
 
 lint:  ## ruff, and the layer contracts in pyproject.toml (import-linter)
 	$(BIN)/ruff check .

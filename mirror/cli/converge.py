@@ -1,9 +1,9 @@
 """The commands that make the mirror converge: `sync`, `verify`, `db import-manifests`.
 
-Registered onto cli.py's app by `register` (cli.py is big enough already). They take
-their settings and adapters from the `Context` cli.py passes, never import it: `python
--m mirror.cli.commands` runs cli.py as `__main__`, and a second import would register these on
-an app nobody runs.
+Registered onto the app of `mirror.cli.commands` by `register`. They take their
+settings and adapters from the `Context` it passes and never import it: run as
+`python -m mirror.cli.commands`, that module is `__main__`, and a second import would
+register these on an app nobody runs.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ DETAIL_ROWS = 50  # item lines printed under a table; --json has them all
 
 @dataclass(frozen=True)
 class Context:
-    """What cli.py lends these commands."""
+    """What mirror.cli.commands lends these commands."""
 
     settings: Callable[[], Settings]
     repository: Callable[[], JobRepository]

@@ -16,7 +16,7 @@ from mirror.jobs import Fence
 class InMemoryBeatStore:
     """A `BeatStore` holding one job's fencing state in memory.
 
-    `fail_with` makes writes raise (e.g. a DBAPIError) to simulate Postgres being away.
+    `fail_with` makes writes raise (e.g. DatabaseUnavailable) to simulate Postgres being away.
     """
 
     def __init__(self, job_id: uuid.UUID, token: uuid.UUID) -> None:
