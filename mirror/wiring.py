@@ -42,7 +42,7 @@ def worker_pool_size(concurrency: int) -> int:
 
     Per job slot two: its heartbeat keep-alive and its own statements (done, its fate,
     the attempt history) may each wait on Postgres at the same time; plus one for the
-    claim loop (claim, reaper, work-dir sweep). The LISTEN connection is extra.
+    claim loop (claim, reaper, work-dir clean-up). The LISTEN connection is extra.
     """
     return 2 * concurrency + 1
 

@@ -24,7 +24,7 @@ from mirror.jobs import Fence, JobNotFound, JobRecord, Lease, Rescued
 from mirror.logs import get_logger
 from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
-from mirror.workspace import resumable_here, sweep_orphans
+from mirror.workspace import clean_up_orphans, resumable_here
 
 log = get_logger("mirror.worker")
 
@@ -106,14 +106,14 @@ class Worker:
             burst,
         )
         listener = self._start_listener()
-        self._sweep_workspaces()
+        self._clean_up_workspaces()
         try:
             while not self._stopping.is_set():
                 self._reap_if_due()
                 finished = self._collect_finished()
                 claimed = self._fill_slots()
                 if finished:
-                    self._sweep_workspaces()
+                    self._clean_up_workspaces()
                 if burst and not claimed and not self._slots:
                     log.info("nothing left to claim; burst run finished")
                     break
@@ -210,14 +210,14 @@ class Worker:
                 job.attempts,
             )
 
-    def _sweep_workspaces(self) -> None:
+    def _clean_up_workspaces(self) -> None:
         try:
-            for path in sweep_orphans(self.config.work_dir, self._may_resume_here):
+            for path in clean_up_orphans(self.config.work_dir, self._may_resume_here):
                 log.info("removed leftover work directory %s", path)
         except DATABASE_OUTAGE as error:
-            log.warning("work directory sweep skipped: %s", describe_outage(error))
+            log.warning("work directory clean-up skipped: %s", describe_outage(error))
         except OSError as error:
-            log.warning("work directory sweep skipped: %s", error)
+            log.warning("work directory clean-up skipped: %s", error)
 
     def _may_resume_here(self, item_id: str) -> bool:
         """Keep an item's partial download while its newest job may resume it here."""
