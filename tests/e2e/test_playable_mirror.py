@@ -254,6 +254,10 @@ def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
                 timeout=20_000,
             ).json_value()
             assert cue == "Hello from mirror"
+            # The page's own menus list the tracks and follow the switches.
+            assert page.locator("#audio option").count() == 2
+            assert page.eval_on_selector("#audio", "s => s.value") == "1"
+            assert page.eval_on_selector("#subtitles", "s => s.value") == str(english)
             page.screenshot(path=str(shot))
             print(f"screenshot: {shot}")
             assert shot.stat().st_size > 0
