@@ -16,15 +16,20 @@ demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, moto 
 	$(BIN)/pip install --quiet -e '.[demo]'
 	$(BIN)/mirror demo
 
+# Tests wait on subprocesses, sockets and ffmpeg more than they compute: three xdist
+# workers on two cores; tests sharing an `xdist_group` run on one worker (--dist loadgroup).
+XDIST ?= -n 3 --dist loadgroup
+
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(XDIST)
 
-test-fast: install  ## unit tests only: no services
-	$(BIN)/pytest -q tests/unit
+test-fast: install  ## everything but the e2e tests (unit: no services; integration: Postgres)
+	$(BIN)/pytest -q $(XDIST) -m "not e2e"
 
-lint:
+lint:  ## ruff, and the layer contracts in pyproject.toml (import-linter)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck:
 	$(BIN)/mypy

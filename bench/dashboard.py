@@ -26,14 +26,14 @@ from sqlalchemy import Engine, text
 from waitress import wasyncore
 from waitress.server import create_server
 
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.web import MirrorWeb, WebhookPolicy
-from mirror.web_api import DashboardApi
-from mirror.web_auth import UiAuth
+from mirror.web.api import DashboardApi
+from mirror.web.auth import UiAuth
+from mirror.web.serve import MirrorWeb, WebhookPolicy
 
 REQUESTS = 20
 PASSWORD = "bench-password"

@@ -365,8 +365,8 @@ def cached_sample(folder: str, name: str, ffmpeg: str, duration_s: int, *, noise
     import dataclasses
     import json
 
+    from mirror.demo.media import SampleMedia, generate_sample
     from mirror.item import MediaStream
-    from mirror.testing.media import SampleMedia, generate_sample
 
     path = data_dir(folder) / name
     facts = path.with_suffix(".json")

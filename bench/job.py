@@ -9,13 +9,13 @@ Inputs:
   file at `/Items/<id>/Download`: one source, the same bytes for both sides;
 - S3: moto's server (a process of its own), one bucket; Postgres: a scratch database
   `mirror_bench_*`, dropped afterwards;
-- ours, as deployed: a `python -m mirror.cli worker` already running (a subprocess,
+- ours, as deployed: a `python -m mirror.cli.commands worker` already running (a subprocess,
   configured with MIRROR_* variables only; defaults otherwise: codecs auto, so the
   streams are copied; part size, heartbeat and poll intervals as shipped); timed from
   the enqueue (NOTIFY wakes the worker) until the job reads `done` (outputs uploaded,
   keys recorded; polled with a stat of its work directory every 10 ms, then Postgres);
   the clean-up after that is waited for before the next run, not timed;
-- ours, one-shot: the item enqueued, then `python -m mirror.cli worker --burst` timed
+- ours, one-shot: the item enqueued, then `python -m mirror.cli.commands worker --burst` timed
   from start to exit, process start-up and imports included (printed, not the target);
 - peer, one after another on the same item: `curl -s -f -o source.mkv URL`, the same
   ffmpeg argv mirror builds for the item (build_command of the same plan), then
@@ -49,8 +49,8 @@ from sqlalchemy import text
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
-from mirror.testing.jellyfin_server import JellyfinStandIn
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
+from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.transcode import build_command, plan_transcode
 
 ITEM_ID = "3c9d2e1f0a7b4c6d8e9f0a1b2c3d4e5f"

@@ -3,7 +3,7 @@
 Inputs:
 - one item: a 1080p H.264/AAC MKV with picture noise, two AAC tracks and a subtitle,
   about 1 GB (100 s; quick mode: 10 s, ~100 MB), generated once into bench/data/verify/;
-- the whole job: `python -m mirror.cli worker --burst` against the Jellyfin stand-in
+- the whole job: `python -m mirror.cli.commands worker --burst` against the Jellyfin stand-in
   (in this process, real HTTP on loopback), moto's S3 server and a scratch Postgres
   database; codecs auto, so the streams are copied (a remux, the cheapest job and so
   the one where verification weighs most); its attempt time and phases are read from
@@ -32,8 +32,8 @@ from job import ITEM_ID, latest_attempt, worker_env
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
+from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.progress import AbortSignal
-from mirror.testing.jellyfin_server import JellyfinStandIn
 from mirror.transcode import plan_transcode, probe_file, run_transcode, verify_outputs
 
 ROUNDS = 5

@@ -2,7 +2,7 @@
 
 Inputs:
 - a 60 s 1920x1080 25 fps H.264/AAC MKV with two audio tracks and a subtitle
-  (quick mode: 10 s), made once by mirror.testing.media.generate_sample into
+  (quick mode: 10 s), made once by mirror.demo.media.generate_sample into
   bench/data/transcode/ and kept;
 - the ffmpeg mirror uses (MIRROR_FFMPEG_PATH, PATH, else imageio-ffmpeg's binary);
 - the plan from plan_transcode for that item, twice: video_codec=libx264 and

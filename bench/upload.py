@@ -27,8 +27,8 @@ from pathlib import Path
 import harness
 from harness import MB, MiB
 
+from mirror.s3.storage import S3Storage, Upload
 from mirror.settings import Settings
-from mirror.storage import S3Storage, Upload
 
 KEY = "mirror/0123456789abcdef0123456789abcdef/video.mp4"
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mirror.db.attempts import AttemptStats
-from mirror.db.repository import Fence, Lease
 from mirror.errors import (
     JobCancelled,
     LeaseLost,
@@ -24,6 +22,7 @@ from mirror.errors import (
     TransientError,
 )
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import AttemptStats, Fence, Lease, Mirrored
 from mirror.logs import ContextAdapter
 from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
@@ -50,6 +49,22 @@ class AttemptHistory(Protocol):
 
 class AttemptStore(Protocol):
     """The fenced statements an attempt needs; JobRepository satisfies it."""
+
+    def mark_done(
+        self,
+        job_id: uuid.UUID,
+        token: uuid.UUID,
+        *,
+        video_key: str,
+        audio_keys: Sequence[dict[str, Any]],
+        video: dict[str, Any] | None = None,
+        skipped_streams: Sequence[dict[str, Any]] | None = None,
+        source: dict[str, Any] | None = None,
+        progress: dict[str, Any] | None = None,
+        manifest_key: str | None = None,
+        hls_key: str | None = None,
+        subtitle_keys: Sequence[dict[str, Any]] | None = None,
+    ) -> Fence: ...
 
     def heartbeat(
         self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
@@ -91,8 +106,9 @@ class AttemptPolicy:
         return max(self.stale_timeout - self.heartbeat_interval, self.heartbeat_interval)
 
 
-# The pipeline runs the job's work and marks it done; it raises to say why it could not.
-Pipeline = Callable[[Lease, Heartbeat], None]
+# The pipeline runs the job's work and returns what it mirrored; it raises to say why it
+# could not. Recording the outcome, done included, is run_attempt's alone.
+Pipeline = Callable[[Lease, Heartbeat], Mirrored]
 
 
 def run_attempt(
@@ -105,7 +121,8 @@ def run_attempt(
     log: ContextAdapter,
     history: AttemptHistory | None = None,
 ) -> Outcome:
-    """Run the pipeline under a heartbeat and record how the attempt ended."""
+    """Run the pipeline under a heartbeat and record how the attempt ended: the one
+    writer of every end state (done, failed, retry, released, waiting)."""
     heartbeat = Heartbeat(
         store,
         lease.job_id,
@@ -120,8 +137,19 @@ def run_attempt(
     error: BaseException | None = None
     try:
         with heartbeat:
-            pipeline(lease, heartbeat)
-        outcome = Outcome.DONE
+            mirrored = pipeline(lease, heartbeat)
+            # Every output is in S3: a Postgres blip must not cost the attempt, so the
+            # fenced statement is retried for as long as the lease holds.
+            fence = durably(
+                lambda: store.mark_done(
+                    lease.job_id,
+                    lease.token,
+                    **_columns(mirrored),
+                    progress=heartbeat.progress_json(),
+                ),
+                abort=heartbeat.abort,
+            )
+        outcome, error = _done(fence, log)
     except Exception as raised:  # every ending gets a recorded fate
         # When the attempt was stopped from outside, an adapter may surface a secondary
         # error (a killed ffmpeg, a closed socket): the stop reason is the real one.
@@ -138,6 +166,22 @@ def run_attempt(
         except DATABASE_OUTAGE as failure:  # history is for people; the job's fate is recorded
             log.warning("attempt history not written: %s", describe_outage(failure))
     return outcome
+
+
+def _columns(mirrored: Mirrored) -> dict[str, Any]:
+    return {field: getattr(mirrored, field) for field in Mirrored.__slots__}
+
+
+def _done(fence: Fence, log: ContextAdapter) -> tuple[Outcome, BaseException | None]:
+    """The outcome of the fenced `done`; a cancel or a lost lease during the upload wins."""
+    if fence is Fence.OK:
+        return Outcome.DONE, None
+    if fence is Fence.CANCELLED:
+        log.info("stopped: the job was cancelled")
+        return Outcome.CANCELLED, JobCancelled("job was cancelled while its outputs were uploading")
+    lost = LeaseLost("lease lost before the job could be marked done")
+    log.warning("stopped, touching nothing: %s", lost)
+    return Outcome.LEASE_LOST, lost
 
 
 def error_text(error: BaseException) -> str:

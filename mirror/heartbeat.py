@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mirror.db.attempts import AttemptStats
 from mirror.durations import format_duration
 from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.jobs import AttemptStats, Fence
 from mirror.outage import DATABASE_OUTAGE, describe_outage
 from mirror.progress import AbortSignal, Progress
 
@@ -38,9 +38,7 @@ class BeatStore(Protocol):
 
     def heartbeat(
         self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
-    ) -> Any:
-        """Returns a Fence (OK, CANCELLED, LEASE_LOST)."""
-        ...
+    ) -> Fence: ...
 
 
 class Heartbeat:
@@ -237,13 +235,12 @@ class Heartbeat:
             if raise_db_errors:
                 raise
             return
-        value = getattr(fence, "value", fence)
-        if value == "ok":
+        if fence is Fence.OK:
             self.writes += 1
             self._last_success = now
             if progress is not None:
                 self._written = progress
-        elif value == "cancelled":
+        elif fence is Fence.CANCELLED:
             self.abort.trigger(JobCancelled("job was cancelled"))
         else:
             self.abort.trigger(LeaseLost("lease lost: another attempt owns the job now"))

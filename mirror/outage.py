@@ -12,18 +12,16 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
-
+from mirror.jobs import DatabaseUnavailable
 from mirror.progress import AbortSignal
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-# What a dropped connection, a restarting server or a refused connect raise, and what
-# waiting for a free pooled connection raises while statements hang (a table lock).
-DATABASE_OUTAGE: tuple[type[Exception], ...] = (DBAPIError, PoolTimeout)
+# What the database adapter raises for a dropped connection, a restarting server, a
+# refused connect, and a wait for a free pooled connection while statements hang.
+DATABASE_OUTAGE: tuple[type[Exception], ...] = (DatabaseUnavailable,)
 
 FIRST_WAIT_S = 0.2
 MAX_WAIT_S = 5.0
@@ -63,6 +61,7 @@ def durably(
 
 def describe_outage(error: BaseException) -> str:
     """The driver's first line (psycopg never echoes the password), for a log line."""
-    original = getattr(error, "orig", None) or error
-    text = str(original).strip()
-    return (text.splitlines()[0] if text else type(original).__name__)[:200]
+    if isinstance(error, DatabaseUnavailable):
+        return error.detail[:200]
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]

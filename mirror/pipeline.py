@@ -6,26 +6,23 @@ order they run, where the files go, and when the lease is checked.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from mirror.checksums import FileDigest
-from mirror.db.repository import Fence, Lease
-from mirror.errors import JobCancelled, LeaseLost, PermanentError
+from mirror.errors import PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.hls.subtitles import fetch_sidecar_subtitles
 from mirror.item import MediaItem
+from mirror.jobs import Lease, Mirrored
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
-from mirror.outage import durably
+from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
 from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
-from mirror.storage import Upload, audio_key, manifest_key, output_key, video_key
 from mirror.transcode import (
     ProbedFile,
     SubtitleOutput,
@@ -72,26 +69,6 @@ class ObjectStore(Protocol):
     def put_bytes(self, key: str, body: bytes, content_type: str) -> None: ...
 
 
-class JobFinisher(Protocol):
-    """The fenced 'done' statement (JobRepository)."""
-
-    def mark_done(
-        self,
-        job_id: uuid.UUID,
-        token: uuid.UUID,
-        *,
-        video_key: str,
-        audio_keys: Sequence[dict[str, Any]],
-        video: dict[str, Any] | None = None,
-        skipped_streams: Sequence[dict[str, Any]] | None = None,
-        source: dict[str, Any] | None = None,
-        progress: dict[str, Any] | None = None,
-        manifest_key: str | None = None,
-        hls_key: str | None = None,
-        subtitle_keys: Sequence[dict[str, Any]] | None = None,
-    ) -> Fence: ...
-
-
 @dataclass(frozen=True, slots=True)
 class TranscodeOptions:
     ffmpeg_path: str
@@ -109,14 +86,13 @@ class MirrorPipeline:
 
     media: MediaServer
     store: ObjectStore
-    jobs: JobFinisher
     transcode: TranscodeOptions
     work_dir: Path
     s3_prefix: str = ""
     free_space_reserve: int = 0
     unprobed_timeout: float = 24 * 3600.0
 
-    def __call__(self, lease: Lease, heartbeat: Heartbeat) -> None:
+    def __call__(self, lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         # A silent Jellyfin or S3 must not hold a shutdown or a stall watchdog back.
         item = abortably(heartbeat.abort, lambda: self.media.get_item(lease.job.item_id))
         # A .strm, a disc image, a missing episode or a folder is never downloaded.
@@ -171,28 +147,17 @@ class MirrorPipeline:
                 lease, item, video, audio_entries, hls=hls, subtitles=subtitle_entries
             )
 
-            # Every output is in S3 now: a Postgres blip must not cost the attempt, so the
-            # fenced statement is retried for as long as the lease holds.
-            fence = durably(
-                lambda: self.jobs.mark_done(
-                    lease.job_id,
-                    lease.token,
-                    video_key=uploads[0].key,
-                    audio_keys=audio_entries,
-                    video=video,
-                    skipped_streams=plan.skipped_json(),
-                    source=item.source_json(),
-                    progress=heartbeat.progress_json(),
-                    manifest_key=manifest,
-                    hls_key=hls_key,
-                    subtitle_keys=subtitle_entries,
-                ),
-                abort=heartbeat.abort,
-            )
-        if fence is Fence.CANCELLED:
-            raise JobCancelled("job was cancelled while its outputs were uploading")
-        if fence is Fence.LEASE_LOST:
-            raise LeaseLost("lease lost before the job could be marked done")
+        # Every output is in S3 now; run_attempt records the job done.
+        return Mirrored(
+            video_key=uploads[0].key,
+            audio_keys=audio_entries,
+            video=video,
+            skipped_streams=plan.skipped_json(),
+            source=item.source_json(),
+            manifest_key=manifest,
+            hls_key=hls_key,
+            subtitle_keys=subtitle_entries,
+        )
 
     def _write_manifest(
         self,

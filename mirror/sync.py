@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
+from mirror.library_sweep import LibraryLister, PageProgress
 from mirror.sources import non_file_kind
-from mirror.sweep import LibraryLister, PageProgress
 
 # Facts compared between the row's `source` and the listing, when both sides have them.
 # Path and size catch a replaced file; the ETag (Jellyfin's MD5 of DateModified) and

@@ -142,7 +142,7 @@ class VerifyReport:
 
 
 class BucketReader(Protocol):
-    """What verify reads from S3 (mirror.bucket.Bucket)."""
+    """What verify reads from S3 (mirror.s3.bucket.Bucket)."""
 
     def iter_objects(self, prefix: str) -> Iterator[tuple[str, int]]: ...
 

@@ -8,34 +8,49 @@ finish, then aborts them; each aborted attempt puts its job straight back to `ne
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-
-import psycopg
+from typing import Protocol
 
 from mirror.attempt import Outcome
-from mirror.db.repository import NOTIFY_CHANNEL, JobNotFound, JobRepository, Lease
 from mirror.errors import ShutdownRequested
+from mirror.jobs import Fence, JobNotFound, JobRecord, Lease, Rescued
 from mirror.logs import get_logger
 from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
 from mirror.progress import AbortSignal
-from mirror.workspace import resumable_here, sweep_orphans
+from mirror.workspace import clean_up_orphans, resumable_here
 
 log = get_logger("mirror.worker")
 
 # After a second stop request, aborted attempts get this long (at most) to release their
 # jobs themselves before the worker does it for them.
 _HURRIED_ABORT_WAIT_S = 2.0
-_LISTEN_TICK_S = 0.1  # how often the listener checks for a stop while waiting for NOTIFY
 
 # Runs one claimed job to its recorded end; the worker gives it the slot's abort signal.
 AttemptRunner = Callable[[Lease, AbortSignal], Outcome]
+# Runs in the listener thread until the second event is set; sets the first on enqueue
+# (mirror.db.listen.JobListener: LISTEN on the job channel).
+Listen = Callable[[threading.Event, threading.Event], None]
+
+
+class JobQueue(Protocol):
+    """The queue statements the worker needs; JobRepository satisfies it."""
+
+    def claim_next(self, worker_id: str) -> Lease | None: ...
+
+    def return_stale_to_new(self, stale_timeout_s: float) -> list[Rescued]: ...
+
+    def latest_for_item(self, item_id: str) -> JobRecord: ...
+
+    def release(
+        self, job_id: uuid.UUID, token: uuid.UUID, *, delay_s: float = 0.0, note: str | None = None
+    ) -> Fence: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,17 +78,16 @@ class _Slot:
 class Worker:
     def __init__(
         self,
-        repo: JobRepository,
+        repo: JobQueue,
         run_attempt: AttemptRunner,
         config: WorkerConfig,
         *,
-        listen_url: str | None = None,
+        listen: Listen | None = None,
     ) -> None:
         self.repo = repo
         self.run_attempt = run_attempt
         self.config = config
-        self.listen_url = listen_url
-        self.outcomes: list[Outcome] = []
+        self.listen = listen
         self._slots: dict[int, _Slot] = {}
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -92,14 +106,14 @@ class Worker:
             burst,
         )
         listener = self._start_listener()
-        self._sweep_workspaces()
+        self._clean_up_workspaces()
         try:
             while not self._stopping.is_set():
                 self._reap_if_due()
                 finished = self._collect_finished()
                 claimed = self._fill_slots()
                 if finished:
-                    self._sweep_workspaces()
+                    self._clean_up_workspaces()
                 if burst and not claimed and not self._slots:
                     log.info("nothing left to claim; burst run finished")
                     break
@@ -176,8 +190,6 @@ class Worker:
         for number in finished:
             slot = self._slots.pop(number)
             slot.thread.join()
-            if slot.outcome is not None:
-                self.outcomes.append(slot.outcome)
         return bool(finished)
 
     def _reap_if_due(self) -> None:
@@ -198,14 +210,14 @@ class Worker:
                 job.attempts,
             )
 
-    def _sweep_workspaces(self) -> None:
+    def _clean_up_workspaces(self) -> None:
         try:
-            for path in sweep_orphans(self.config.work_dir, self._may_resume_here):
+            for path in clean_up_orphans(self.config.work_dir, self._may_resume_here):
                 log.info("removed leftover work directory %s", path)
         except DATABASE_OUTAGE as error:
-            log.warning("work directory sweep skipped: %s", describe_outage(error))
+            log.warning("work directory clean-up skipped: %s", describe_outage(error))
         except OSError as error:
-            log.warning("work directory sweep skipped: %s", error)
+            log.warning("work directory clean-up skipped: %s", error)
 
     def _may_resume_here(self, item_id: str) -> bool:
         """Keep an item's partial download while its newest job may resume it here."""
@@ -267,30 +279,10 @@ class Worker:
     # -- LISTEN/NOTIFY -------------------------------------------------------------------
 
     def _start_listener(self) -> threading.Thread | None:
-        if self.listen_url is None:
+        if self.listen is None:
             return None
-        thread = threading.Thread(target=self._listen, name="listen", daemon=True)
+        thread = threading.Thread(
+            target=self.listen, args=(self._wake, self._stopping), name="listen", daemon=True
+        )
         thread.start()
         return thread
-
-    def _listen(self) -> None:
-        """Wake the loop on enqueue; reconnect quietly if Postgres goes away."""
-        assert self.listen_url is not None
-        url = self.listen_url.replace("postgresql+psycopg://", "postgresql://", 1)
-        while not self._stopping.is_set():
-            try:
-                with psycopg.connect(
-                    url,
-                    autocommit=True,
-                    connect_timeout=10,
-                    application_name=f"mirror-listen-{os.getpid()}",
-                ) as conn:
-                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    while not self._stopping.is_set():
-                        # A short timeout: the loop's exit joins this thread, and a burst
-                        # run should not wait out a long one (bench/job.py).
-                        for _ in conn.notifies(timeout=_LISTEN_TICK_S, stop_after=1):
-                            self._wake.set()
-            except psycopg.Error as error:
-                log.debug("listener reconnecting: %s", error)
-                self._stopping.wait(self.config.poll_interval)

@@ -130,7 +130,7 @@ def resumable_here(status: str, worker_id: str | None, host: str) -> bool:
     return status == "processing" and (worker_id or "").split(":", 1)[0] == host
 
 
-def sweep_orphans(root: Path, keep: Callable[[str], bool]) -> list[Path]:
+def clean_up_orphans(root: Path, keep: Callable[[str], bool]) -> list[Path]:
     """Remove item directories nobody holds, unless `keep(item_id)`; return them."""
     if not root.is_dir():
         return []

@@ -26,7 +26,7 @@ branch_labels = None
 depends_on = None
 
 SCHEMA = "media_mirror"
-# Must equal mirror.metrics.PHASE_BUCKETS (a test checks): each ended phase is counted
+# Must equal mirror.web.metrics.PHASE_BUCKETS (a test checks): each ended phase is counted
 # once, under the smallest bound it fits, and the histogram is cumulated when read.
 BOUNDS = "ARRAY[1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200]::float8[]"
 

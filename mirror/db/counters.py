@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, text
 
-from mirror.db.models import STATUSES
+from mirror.db.schema import COUNTERS as _COUNTERS
+from mirror.jobs import STATUSES
 
-_COUNTERS = "media_mirror.counters"
 PHASES = ("download", "transcode", "upload")
 # Past this many delta rows a reader folds them (one DELETE ... INSERT), under a lock
 # that only one folder takes at a time; below it reading is faster than folding.

@@ -18,9 +18,9 @@ from sqlalchemy import Connection, Engine, text
 
 from mirror.db.counters import fold, read_totals
 from mirror.db.records import JobRecord
+from mirror.db.schema import ATTEMPTS as _ATTEMPTS
+from mirror.db.schema import JOBS as _JOBS
 
-_JOBS = "media_mirror.jobs"
-_ATTEMPTS = "media_mirror.job_attempts"
 _COLUMNS = ", ".join(JobRecord.__slots__)
 # Names are only in heartbeat_data or the source path, in no index: a name search looks
 # at this many newest jobs (an item id search uses its index and sees every job).

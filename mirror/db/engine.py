@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from mirror.errors import ConfigError, MirrorError
+from mirror.errors import ConfigError
+from mirror.jobs import DatabaseUnavailable
+
+__all__ = ["DatabaseUnavailable", "check_schema", "describe_database_error", "make_engine"]
 
 
-class DatabaseUnavailable(MirrorError):
-    """Postgres cannot be reached or refused us; the message says which and where."""
+_Class = TypeVar("_Class", bound=type)
+
+
+def raises_unavailable(cls: _Class) -> _Class:
+    """Make every public method of an adapter class raise `DatabaseUnavailable` in place of
+    the driver's outage errors (a dropped or refused connection, a pool that stayed busy),
+    so the core retries an outage without knowing SQLAlchemy or psycopg."""
+    for name, method in list(vars(cls).items()):
+        if name.startswith("_") or not inspect.isfunction(method):
+            continue
+        setattr(cls, name, _translated(method))
+    return cls
+
+
+def _translated(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except DBAPIError as error:
+            detail = describe_database_error(error)
+            raise DatabaseUnavailable(f"database error: {detail}", detail) from error
+        except PoolTimeout as error:
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else "pool timeout"
+            raise DatabaseUnavailable(f"database error: {detail}", detail[:200]) from error
+
+    return call
 
 
 def make_engine(

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from mirror.db.records import JobRecord
+from mirror.db.schema import JOBS as _JOBS
 from mirror.manifest import RestoredJob
 
-_JOBS = "media_mirror.jobs"
 _JOB_COLUMNS = ", ".join(JobRecord.__slots__)
 
 

@@ -30,9 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA = "media_mirror"
-STATUSES = ("new", "processing", "done", "failed", "cancelled", "removed")
-ACTIVE_STATUSES = ("new", "processing")
+from mirror.db.schema import SCHEMA
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

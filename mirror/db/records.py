@@ -2,106 +2,23 @@
 
 from __future__ import annotations
 
-import enum
-import uuid
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
+from mirror.jobs import Fence, JobNotFound, JobRecord, JobStateError, Lease, Rescued, row_json
 
-def row_json(record: Any) -> dict[str, Any]:
-    """A slotted record as JSON-friendly data: uuids and times as strings.
-
-    The lease token is left out: it is the running attempt's capability, not for display.
-    """
-    data: dict[str, Any] = {}
-    for name in record.__slots__:
-        if name == "lease_token":
-            continue
-        value = getattr(record, name)
-        if isinstance(value, uuid.UUID):
-            value = str(value)
-        elif isinstance(value, datetime):
-            value = value.isoformat()
-        data[name] = value
-    return data
-
-
-@dataclass(frozen=True, slots=True)
-class JobRecord:
-    """One row of media_mirror.jobs as plain data."""
-
-    id: uuid.UUID
-    item_id: str
-    status: str
-    priority: int
-    attempts: int
-    max_attempts: int
-    run_after: datetime
-    worker_id: str | None
-    lease_token: uuid.UUID | None
-    taken_at: datetime | None
-    heartbeat_at: datetime | None
-    heartbeat_data: dict[str, Any] | None
-    video_key: str | None
-    audio_keys: list[dict[str, Any]] | None
-    error: str | None
-    created_at: datetime
-    updated_at: datetime
-    finished_at: datetime | None
-    video: dict[str, Any] | None = None  # {key, size, sha256, codec, width, height, duration_s}
-    skipped_streams: list[dict[str, Any]] | None = None  # {index, kind, codec, language, reason}
-    source: dict[str, Any] | None = None  # the media source mirrored: Id, Path, Size, ...
-    manifest_key: str | None = None  # <prefix>/<item_id>/manifest.json, written last
-    hls_key: str | None = None  # <prefix>/<item_id>/master.m3u8 (output format hls)
-    # WebVTT subtitles: {key, stream_index, language, title, codec, forced, external}
-    subtitle_keys: list[dict[str, Any]] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-friendly dict for `--json` output."""
-        return row_json(self)
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """What a claimed attempt holds: the job and its fencing token."""
-
-    job: JobRecord
-    token: uuid.UUID
-
-    @property
-    def job_id(self) -> uuid.UUID:
-        return self.job.id
-
-
-class Fence(enum.Enum):
-    """Outcome of a fenced statement (heartbeat, mark_done, ...)."""
-
-    OK = "ok"
-    CANCELLED = "cancelled"  # the job was cancelled: stop, leave it cancelled
-    LEASE_LOST = "lease_lost"  # another attempt owns the job (or it was reset): touch nothing
+__all__ = [
+    "Enqueued",
+    "Fence",
+    "JobNotFound",
+    "JobRecord",
+    "JobStateError",
+    "Lease",
+    "Rescued",
+    "row_json",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
     job: JobRecord
     created: bool  # False: the item already had an active job, returned as is
-
-
-@dataclass(frozen=True, slots=True)
-class Rescued:
-    """A stale job the reaper handled: back to `new`, or `failed` when attempts ran out."""
-
-    job_id: uuid.UUID
-    item_id: str
-    status: str
-    attempts: int
-    previous_worker: str | None
-
-
-class JobNotFound(LookupError):
-    pass
-
-
-class JobStateError(RuntimeError):
-    """The job is in a status that does not allow the request (e.g. cancel a done job)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from mirror.db.engine import raises_unavailable
 from mirror.db.records import (
     Enqueued,
     Fence,
@@ -23,6 +24,9 @@ from mirror.db.records import (
     Lease,
     Rescued,
 )
+from mirror.db.schema import ATTEMPTS as _ATTEMPTS
+from mirror.db.schema import JOBS as _JOBS
+from mirror.db.schema import NOTIFY_CHANNEL
 from mirror.item import normalize_item_id
 
 __all__ = [
@@ -37,9 +41,6 @@ __all__ = [
     "Rescued",
 ]
 
-NOTIFY_CHANNEL = "media_mirror_jobs"
-_JOBS = "media_mirror.jobs"
-_ATTEMPTS = "media_mirror.job_attempts"
 # A wait for Jellyfin's probe or for disk space grows to this; a library scan can take
 # about this long, and a longer wait would only hide that the item is ready.
 NOT_READY_MAX_DELAY_S = 3600.0
@@ -52,6 +53,7 @@ def _record(row: Any) -> JobRecord:
     return JobRecord(**dict(row._mapping))
 
 
+@raises_unavailable
 class JobRepository:
     """The queue's statements; each method is one short transaction."""
 

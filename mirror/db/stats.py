@@ -17,8 +17,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from mirror.db.counters import PHASES, Totals, fold, read_totals
 from mirror.db.engine import describe_database_error
-
-_JOBS = "media_mirror.jobs"
+from mirror.db.schema import JOBS as _JOBS
 
 
 @dataclass(frozen=True, slots=True)

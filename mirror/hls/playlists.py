@@ -3,7 +3,7 @@
 Every media playlist points into ONE object with `EXT-X-MAP` (the init section) and
 `EXT-X-BYTERANGE` (one fragment each), so the bucket holds no duplicate segment files
 and `video.mp4` / `audio/*.m4a` stay plain playable files. URIs are relative to the
-playlist, which is what lets `mirror serve` rewrite them (see `mirror.player`) and a
+playlist, which is what lets `mirror serve` rewrite them (see `mirror.web.player`) and a
 public bucket or CDN serve them untouched. Version 7: byte ranges and EXT-X-MAP in a
 non-I-frame playlist need 6, `DEFAULT`/`AUTOSELECT` with `CHANNELS` is fine from 7.
 """

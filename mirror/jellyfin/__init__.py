@@ -2,7 +2,7 @@
 
 from mirror.jellyfin.client import JellyfinClient, authorization_header
 from mirror.jellyfin.download import sidecar_path
-from mirror.jellyfin.models import ItemPage, ItemSummary, Library, normalize_item_id
+from mirror.jellyfin.models import ItemPage, ItemSummary, Library, require_item_id
 
 __all__ = [
     "ItemPage",
@@ -10,6 +10,6 @@ __all__ = [
     "JellyfinClient",
     "Library",
     "authorization_header",
-    "normalize_item_id",
+    "require_item_id",
     "sidecar_path",
 ]

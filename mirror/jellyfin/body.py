@@ -12,9 +12,13 @@ Getting at the socket means reaching into httpcore's HTTP/1.1 connection (privat
 attributes, each one checked). When anything is not as expected - another transport
 (tests), HTTP/2, chunked encoding, a proxy tunnel, a newer httpcore - `open_direct_body`
 returns None and the caller uses `iter_raw()`, which is correct everywhere, only slower.
-A test pins the fast path on the current httpx so an upgrade that loses it is noticed.
-The connection is never reused afterwards: h11 did not see the body, so httpcore closes
-it when the response is closed.
+A test pins the fast path on the current httpx so an upgrade that loses it is noticed;
+pyproject.toml pins httpcore and h11 to the minor versions it was written against, and
+`fast_path_problem` (logged once when a worker starts) says when it is unavailable.
+
+It relies on keep-alive being off (`JellyfinClient`'s download client sets
+`max_keepalive_connections=0`): h11 never sees the body, so its connection state is
+wrong for another request, and the connection must be closed when the response is.
 """
 
 from __future__ import annotations
@@ -104,6 +108,23 @@ def open_direct_body(response: httpx.Response, timeout: float | None) -> DirectB
     if closed and len(buffered) < int(length_header):
         return None  # let the normal path report the short body
     return DirectBody(sock, bytes(buffered), int(length_header), timeout)
+
+
+def fast_path_problem() -> str | None:
+    """None when this httpcore's HTTP/1.1 connection has what `open_direct_body` reads."""
+    try:
+        import httpcore
+
+        connection = httpcore.HTTP11Connection(
+            origin=httpcore.Origin(b"http", b"localhost", 80),
+            stream=None,  # type: ignore[arg-type]
+        )
+    except Exception as error:  # an httpcore this code does not know
+        return f"httpcore has no usable HTTP11Connection ({type(error).__name__})"
+    missing = [name for name in ("_h11_state", "_network_stream") if not hasattr(connection, name)]
+    if missing or not isinstance(getattr(connection, "_h11_state", None), h11.Connection):
+        return f"httpcore's HTTP/1.1 connection lacks {', '.join(missing) or '_h11_state'}"
+    return None
 
 
 def _http11_connection(response: httpx.Response) -> Any:

@@ -33,10 +33,10 @@ from mirror.jellyfin.models import (
     ItemPage,
     ItemSummary,
     Library,
-    normalize_item_id,
     parse_item_summary,
     parse_library,
     parse_media_item,
+    require_item_id,
 )
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.progress import AbortSignal, ProgressCallback
@@ -99,6 +99,7 @@ class JellyfinClient:
             transport=transport,
             follow_redirects=True,
             max_redirects=MAX_REDIRECTS,
+            # keep-alive off: the download fast path needs it (mirror/jellyfin/body.py)
             limits=httpx.Limits(max_keepalive_connections=0),
         )
         self._version_lock = threading.Lock()
@@ -136,12 +137,12 @@ class JellyfinClient:
 
     def get_item(self, item_id: str) -> MediaItem:
         """The item with the streams of the media source that /Download serves."""
-        item_id = normalize_item_id(item_id)
+        item_id = require_item_id(item_id)
         data = self._get_json("/Items", {"ids": item_id, "fields": ITEM_FIELDS}, item_id=item_id)
         items = [entry for entry in _items_of(data, "/Items") if isinstance(entry, Mapping)]
         for entry in items:
             try:
-                if normalize_item_id(str(entry.get("Id", ""))) == item_id:
+                if require_item_id(str(entry.get("Id", ""))) == item_id:
                     return parse_media_item(entry)
             except PermanentError:
                 continue
@@ -177,7 +178,7 @@ class JellyfinClient:
         page_size: int = 200,
     ) -> Iterator[ItemPage]:
         """Pages of a library's items, sorted by name, each with the server's total."""
-        parent_id = normalize_item_id(parent_id)
+        parent_id = require_item_id(parent_id)
         start = 0
         seen: set[str] = set()
         while True:
@@ -228,7 +229,7 @@ class JellyfinClient:
     def existing_item_ids(self, item_ids: Sequence[str], batch: int = 100) -> set[str]:
         """Which of these items Jellyfin still has, in any library (`mirror sync`'s removed)."""
         found: set[str] = set()
-        ids = [normalize_item_id(item_id) for item_id in item_ids]
+        ids = [require_item_id(item_id) for item_id in item_ids]
         for start in range(0, len(ids), batch):
             chunk = ids[start : start + batch]
             data = self._get_json("/Items", {"ids": ",".join(chunk), "recursive": "true"})
@@ -252,7 +253,7 @@ class JellyfinClient:
         Keeps `dest` plus a `<name>.last-modified` sidecar on failure so a later try
         (even from another process) resumes; the caller removes both when done.
         """
-        item_id = normalize_item_id(item_id)
+        item_id = require_item_id(item_id)
         size = ResumableDownload(
             self._download_http,
             item_id,
@@ -276,9 +277,7 @@ class JellyfinClient:
         Jellyfin converts it (sidecars included) at `/Videos/{itemId}/{mediaSourceId}/
         Subtitles/{index}/Stream.vtt`; errors are classified like every other call.
         """
-        path = (
-            f"/Videos/{normalize_item_id(item_id)}/{media_source_id}/Subtitles/{index}/Stream.vtt"
-        )
+        path = f"/Videos/{require_item_id(item_id)}/{media_source_id}/Subtitles/{index}/Stream.vtt"
         try:
             for attempt in self._retry.retrying():
                 with attempt:

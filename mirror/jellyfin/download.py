@@ -126,7 +126,6 @@ class ResumableDownload:
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
         self._read_timeout = http.timeout.read
-        self.direct = False  # whether the last body came straight from the socket
 
     def run(self) -> int:
         """Download (or finish) the file; returns its size once verified."""
@@ -240,7 +239,6 @@ class ResumableDownload:
         The abort signal is still checked at every chunk.
         """
         direct = open_direct_body(response, self._read_timeout) if total is not None else None
-        self.direct = direct is not None
         chunks: Iterable[bytes | memoryview] = direct.chunks() if direct else response.iter_raw()
         done = start
         began = time.monotonic()

@@ -58,7 +58,7 @@ class ItemPage:
     total: int
 
 
-def normalize_item_id(item_id: str) -> str:
+def require_item_id(item_id: str) -> str:
     """32 lowercase hex chars from any GUID spelling Jellyfin accepts.
 
     Raises PermanentError for anything else: such an id can never name an item, and
@@ -76,7 +76,7 @@ def _id_or_none(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     try:
-        return normalize_item_id(value)
+        return require_item_id(value)
     except PermanentError:
         return None
 

@@ -10,13 +10,13 @@ import threading
 import uuid
 from typing import Any
 
-from mirror.db.repository import Fence
+from mirror.jobs import Fence
 
 
 class InMemoryBeatStore:
     """A `BeatStore` holding one job's fencing state in memory.
 
-    `fail_with` makes writes raise (e.g. a DBAPIError) to simulate Postgres being away.
+    `fail_with` makes writes raise (e.g. DatabaseUnavailable) to simulate Postgres being away.
     """
 
     def __init__(self, job_id: uuid.UUID, token: uuid.UUID) -> None:

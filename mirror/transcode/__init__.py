@@ -19,7 +19,7 @@ from mirror.transcode.plan import (
     plan_transcode,
 )
 from mirror.transcode.probe import ProbedFile, probe_file
-from mirror.transcode.progress import FfmpegProgressParser
+from mirror.transcode.progress_lines import FfmpegProgressParser
 from mirror.transcode.runner import run_transcode
 from mirror.transcode.verify import VerifiedOutputs, verify_outputs
 

@@ -11,7 +11,7 @@ from mirror.progress import AbortSignal, ProgressCallback
 from mirror.transcode.command import build_command
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
-from mirror.transcode.progress import FfmpegProgressParser
+from mirror.transcode.progress_lines import FfmpegProgressParser
 
 # ffmpeg exits non-zero on these when the machine, not the media, is at fault.
 _TRANSIENT_MARKERS = (

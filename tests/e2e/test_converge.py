@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import Stack, mirrored_keys
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of
 
 pytestmark = pytest.mark.e2e

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.db.attempts import AttemptLog
-from mirror.testing.media import SampleMedia, describe_streams
+from mirror.db.attempt_log import AttemptLog
+from mirror.demo.media import SampleMedia, describe_streams
 from tests.fixtures.stack import FAST_FAULTS, Stack, ffmpeg_pids, mirrored_keys, phase_of
 from tests.fixtures.tcp_proxy import TcpProxy
 

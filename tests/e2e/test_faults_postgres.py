@@ -9,9 +9,9 @@ import time
 import psycopg
 from sqlalchemy import create_engine, text
 
-from mirror.app import connections_per_worker
-from mirror.db.attempts import AttemptLog
-from mirror.testing.media import SampleMedia
+from mirror.db.attempt_log import AttemptLog
+from mirror.demo.media import SampleMedia
+from mirror.wiring import connections_per_worker
 from tests.fixtures.stack import Stack, mirrored_keys, phase_of
 from tests.fixtures.tcp_proxy import TcpProxy, proxied_url
 

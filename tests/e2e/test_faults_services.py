@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from mirror.db.attempts import AttemptLog
-from mirror.testing.media import SampleMedia
+from mirror.db.attempt_log import AttemptLog
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import FAST_FAULTS, Stack, mirrored_keys, phase_of
 from tests.fixtures.tcp_proxy import TcpProxy
 

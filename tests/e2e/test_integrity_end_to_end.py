@@ -7,8 +7,8 @@ import json
 import re
 import signal
 
-from mirror.db.attempts import AttemptLog
-from mirror.testing.media import SampleMedia
+from mirror.db.attempt_log import AttemptLog
+from mirror.demo.media import SampleMedia
 from tests.fixtures.s3 import S3Target
 from tests.fixtures.stack import Stack
 from tests.fixtures.tcp_proxy import TcpProxy

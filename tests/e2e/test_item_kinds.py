@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import Stack
 
 

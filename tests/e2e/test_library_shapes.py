@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from mirror.db.repository import JobRecord
+from mirror.demo.media import SampleMedia
 from mirror.item import MediaStream
 from mirror.testing.library_samples import ShapeKind, sidecar_layout
-from mirror.testing.media import SampleMedia
 from mirror.transcode.probe import ProbedFile, probe_file
 from tests.fixtures.stack import Stack, mirrored_keys
 

@@ -6,9 +6,9 @@ import json
 import time
 from pathlib import Path
 
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.records import JobRecord
-from mirror.testing.media import SampleMedia, describe_streams
+from mirror.demo.media import SampleMedia, describe_streams
 from tests.fixtures.stack import Stack
 
 
@@ -142,7 +142,7 @@ def test_wrong_api_key_fails_and_the_key_appears_nowhere(
 def test_corrupt_media_fails_with_ffmpegs_reason(
     stack: Stack, tmp_path: Path, sample_h264_aac: SampleMedia
 ) -> None:
-    from mirror.testing.media import corrupt_copy
+    from mirror.demo.media import corrupt_copy
 
     broken = corrupt_copy(sample_h264_aac.path, tmp_path / "broken.mkv")
     item = stack.jellyfin.add_item(
@@ -176,7 +176,7 @@ def test_download_cut_three_times_completes_in_one_attempt_by_resuming(
 def test_heartbeats_keep_up_during_a_throttled_download(
     stack: Stack, tmp_path: Path, ffmpeg_path: str
 ) -> None:
-    from mirror.testing.media import generate_sample
+    from mirror.demo.media import generate_sample
 
     sample = generate_sample(
         tmp_path / "long.mkv", "h264_aac", duration_s=20, ffmpeg_path=ffmpeg_path

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from mirror.player import HLSJS_VERSION
-from mirror.testing.jellyfin_catalog import Sidecar
-from mirror.testing.media import SampleMedia, generate_sample
+from mirror.demo.media import SampleMedia, generate_sample
+from mirror.demo.stand_in.catalog import Sidecar
+from mirror.web.player import HLSJS_VERSION
 from tests.fixtures.stack import Stack
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -24,8 +24,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from mirror.testing.jellyfin_server import JellyfinStandIn
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
+from mirror.demo.stand_in.server import JellyfinStandIn
 from tests.fixtures.stack import FAST_FAULTS, Stack
 
 CANARY = "CANARY"

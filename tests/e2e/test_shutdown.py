@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mirror.db.attempts import AttemptLog
-from mirror.testing.media import SampleMedia
+from mirror.db.attempt_log import AttemptLog
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import FAST_FAULTS, Stack, phase_of
 from tests.fixtures.tcp_proxy import TcpProxy
 

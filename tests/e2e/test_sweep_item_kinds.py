@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import Stack
 
 

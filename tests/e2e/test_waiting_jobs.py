@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shutil
 
-from mirror.db.attempts import AttemptLog
-from mirror.testing.media import SampleMedia
+from mirror.db.attempt_log import AttemptLog
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import Stack
 
 

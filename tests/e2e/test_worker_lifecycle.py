@@ -8,7 +8,7 @@ import time
 
 from sqlalchemy import text
 
-from mirror.testing.media import SampleMedia
+from mirror.demo.media import SampleMedia
 from tests.fixtures.stack import Stack
 
 

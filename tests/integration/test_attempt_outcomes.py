@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine, text
@@ -17,6 +18,7 @@ from mirror.errors import (
     TransientError,
 )
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import Mirrored
 from mirror.logs import get_logger
 from mirror.progress import AbortSignal
 
@@ -30,9 +32,10 @@ def attempt_with(
     lease = repo.claim_next("w")
     assert lease is not None
 
-    def pipeline(lease: Lease, heartbeat: Heartbeat) -> None:
+    def pipeline(lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         if error is not None:
             raise error
+        return Mirrored(video_key="v", audio_keys=[])
 
     outcome = run_attempt(
         lease,
@@ -112,8 +115,9 @@ def test_cancelled_job_stays_cancelled(repo: JobRepository) -> None:
     assert lease is not None
     repo.cancel(lease.job_id)
 
-    def pipeline(lease: Lease, heartbeat: Heartbeat) -> None:
+    def pipeline(lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         heartbeat.checkpoint()
+        return Mirrored(video_key="v", audio_keys=[])
 
     outcome = run_attempt(
         lease, AbortSignal(), store=repo, pipeline=pipeline, policy=POLICY, log=get_logger("t")
@@ -127,3 +131,55 @@ def test_unexpected_error_is_retried_with_its_type_named(repo: JobRepository) ->
     outcome, lease = attempt_with(repo, KeyError("Codec"))
     assert outcome is Outcome.RETRY
     assert repo.get(lease.job_id).error == "unexpected error: KeyError: 'Codec'"
+
+
+def _returning(
+    mirrored: Mirrored, before_return: Callable[[Lease], object] | None = None
+) -> Callable[[Lease, Heartbeat], Mirrored]:
+    def pipeline(lease: Lease, heartbeat: Heartbeat) -> Mirrored:
+        if before_return is not None:
+            before_return(lease)
+        return mirrored
+
+    return pipeline
+
+
+def test_run_attempt_records_done_with_what_the_pipeline_returned(repo: JobRepository) -> None:
+    repo.enqueue([ITEM])
+    lease = repo.claim_next("w")
+    assert lease is not None
+    mirrored = Mirrored(
+        video_key=f"mirror/{ITEM}/video.mp4",
+        audio_keys=[{"key": f"mirror/{ITEM}/audio/1-eng.m4a", "stream_index": 1}],
+        manifest_key=f"mirror/{ITEM}/manifest.json",
+    )
+    outcome = run_attempt(
+        lease,
+        AbortSignal(),
+        store=repo,
+        pipeline=_returning(mirrored),
+        policy=POLICY,
+        log=get_logger("t"),
+    )
+    assert outcome is Outcome.DONE
+    job = repo.get(lease.job_id)
+    assert (job.status, job.video_key, job.manifest_key) == (
+        "done",
+        mirrored.video_key,
+        mirrored.manifest_key,
+    )
+    assert job.audio_keys == mirrored.audio_keys
+
+
+def test_a_cancel_during_the_upload_wins_over_done(repo: JobRepository) -> None:
+    repo.enqueue([ITEM])
+    lease = repo.claim_next("w")
+    assert lease is not None
+    pipeline = _returning(
+        Mirrored(video_key="v", audio_keys=[]), lambda held: repo.cancel(held.job_id)
+    )
+    outcome = run_attempt(
+        lease, AbortSignal(), store=repo, pipeline=pipeline, policy=POLICY, log=get_logger("t")
+    )
+    assert outcome is Outcome.CANCELLED
+    assert repo.get(lease.job_id).status == "cancelled"

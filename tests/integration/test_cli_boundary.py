@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.testing.jellyfin_server import JellyfinStandIn
+from mirror.demo.stand_in.server import JellyfinStandIn
 from tests.integration.test_cli import run_mirror
 
 # botocore refuses this region when the worker builds its S3 client: an error no mirror

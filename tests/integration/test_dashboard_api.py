@@ -9,14 +9,14 @@ import pytest
 from sqlalchemy import Engine
 from werkzeug.test import Client
 
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.redact import forget_secrets, register_secrets
-from mirror.web import MirrorWeb, WebhookPolicy
-from mirror.web_api import DashboardApi
-from mirror.web_auth import UiAuth
+from mirror.web.api import DashboardApi
+from mirror.web.auth import UiAuth
+from mirror.web.serve import MirrorWeb, WebhookPolicy
 
 PASSWORD = "hunter2-but-longer"
 SECRET = "webhook-secret-value-1234"

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import JobCancelled, PermanentError, TransientError
 from mirror.item import MediaStream
 from mirror.jellyfin import JellyfinClient, sidecar_path
 from mirror.progress import AbortSignal, Progress
-from mirror.testing.jellyfin_server import JellyfinStandIn
 
 EXAMPLE = Path("/work/shared/jellyfin/example-movie.json")
 MB = 1024 * 1024

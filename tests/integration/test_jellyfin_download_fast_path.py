@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import TransientError
 from mirror.jellyfin import JellyfinClient, authorization_header
 from mirror.jellyfin.body import open_direct_body
 from mirror.jellyfin.download import REPORT_EVERY_S
 from mirror.progress import AbortSignal, Progress
-from mirror.testing.jellyfin_server import JellyfinStandIn
 
 MB = 1024 * 1024
 ITEM_ID = "5f0c1e2d3b4a59687766554433221100"

@@ -305,7 +305,7 @@ def test_job_status_view_shows_progress_for_people(engine: Engine, repo: JobRepo
 def test_attempt_history_follows_claims_rescues_and_ends(
     engine: Engine, repo: JobRepository
 ) -> None:
-    from mirror.db.attempts import AttemptLog, AttemptStats
+    from mirror.db.attempt_log import AttemptLog, AttemptStats
 
     history = AttemptLog(engine)
     repo.enqueue([ITEM])

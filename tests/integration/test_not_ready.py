@@ -11,10 +11,11 @@ import uuid
 from sqlalchemy import Engine, text
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import Fence, JobRepository, Lease
 from mirror.errors import InsufficientSpace, NotReady, TransientError
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import Mirrored
 from mirror.logs import get_logger
 from mirror.progress import AbortSignal
 
@@ -31,7 +32,7 @@ def attempt_with(
     lease = repo.claim_next("w")
     assert lease is not None
 
-    def pipeline(lease: Lease, heartbeat: Heartbeat) -> None:
+    def pipeline(lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         raise error
 
     outcome = run_attempt(
@@ -143,7 +144,7 @@ def test_a_lost_lease_changes_nothing(engine: Engine, repo: JobRepository) -> No
 
 def test_metrics_count_the_jobs_waiting_for_disk(engine: Engine, repo: JobRepository) -> None:
     from mirror.db.stats import QueueStats
-    from mirror.metrics import PHASE_BUCKETS, snapshot_metrics
+    from mirror.web.metrics import PHASE_BUCKETS, snapshot_metrics
 
     repo.enqueue([ITEM])
     attempt_with(engine, repo, InsufficientSpace("not enough free space"))

@@ -10,10 +10,11 @@ import pytest
 from sqlalchemy import Engine, text
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import JobRepository, Lease
 from mirror.errors import PermanentError, TransientError
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import Mirrored
 from mirror.logs import RedactSecrets, get_logger
 from mirror.progress import AbortSignal
 from mirror.redact import MASK, forget_secrets, register_secrets
@@ -40,7 +41,7 @@ def attempt_raising(repo: JobRepository, engine: Engine, error: Exception) -> Ou
     lease = repo.claim_next("w")
     assert lease is not None
 
-    def pipeline(lease: Lease, heartbeat: Heartbeat) -> None:
+    def pipeline(lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         raise error
 
     log = get_logger("mirror.job", job=lease.job_id)

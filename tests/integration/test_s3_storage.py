@@ -12,7 +12,7 @@ import pytest
 
 from mirror.errors import JobCancelled, LeaseLost, PermanentError, TransientError
 from mirror.progress import AbortSignal, Progress
-from mirror.storage import (
+from mirror.s3.storage import (
     AUDIO_CONTENT_TYPE,
     VIDEO_CONTENT_TYPE,
     MiB,

@@ -12,7 +12,7 @@ import pytest
 
 from mirror.errors import PermanentError, TransientError
 from mirror.progress import AbortSignal, Progress
-from mirror.storage import AUDIO_CONTENT_TYPE, S3Storage, Upload
+from mirror.s3.storage import AUDIO_CONTENT_TYPE, S3Storage, Upload
 
 SECRET = "hunter2-very-secret-key"
 

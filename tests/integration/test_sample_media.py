@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from mirror.testing.library_samples import ShapeKind, sidecar_layout
-from mirror.testing.media import (
+from mirror.demo.media import (
     SampleMedia,
     corrupt_copy,
     describe_streams,
     generate_sample,
     probe_duration,
 )
+from mirror.testing.library_samples import ShapeKind, sidecar_layout
 
 
 @pytest.mark.parametrize("fixture", ["sample_h264_aac", "sample_mpeg4_mp3"])

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams, generate_sample
 from mirror.errors import JobCancelled, LeaseLost, PermanentError, TransientError
 from mirror.progress import AbortSignal, Progress
-from mirror.testing.media import SampleMedia, corrupt_copy, describe_streams, generate_sample
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
 from mirror.transcode.process import StderrTail, spawn
 
@@ -246,7 +246,7 @@ _WORKER_SCRIPT = """
 import sys
 from pathlib import Path
 from mirror.progress import AbortSignal
-from mirror.testing.media import generate_sample
+from mirror.demo.media import generate_sample
 from mirror.transcode import plan_transcode, run_transcode
 from mirror.item import MediaItem, MediaStream
 

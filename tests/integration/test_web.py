@@ -15,13 +15,13 @@ from sqlalchemy import Engine
 from waitress import wasyncore
 from waitress.server import create_server
 
-from mirror.bucket import Bucket
-from mirror.db.attempts import AttemptLog, AttemptStats
+from mirror.db.attempt_log import AttemptLog, AttemptStats
 from mirror.db.engine import make_engine
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.web import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
+from mirror.s3.bucket import Bucket
+from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
 from tests.fixtures.s3 import S3Target
 
 SECRET = "correct horse battery staple"

@@ -18,8 +18,8 @@ from werkzeug.test import Client
 
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.web import MirrorWeb, WebhookPolicy
-from mirror.webhook_body import salvage_notification
+from mirror.web.serve import MirrorWeb, WebhookPolicy
+from mirror.web.webhook_body import salvage_notification
 
 SECRET = "s3cret"
 # The README's recommended templates.

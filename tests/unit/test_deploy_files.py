@@ -18,7 +18,7 @@ import pytest
 import typer.main
 import yaml
 
-from mirror.cli import app
+from mirror.cli.commands import app
 from mirror.durations import parse_duration
 from mirror.settings import Settings, env_var, load_settings
 

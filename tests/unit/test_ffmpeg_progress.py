@@ -4,7 +4,7 @@ import pytest
 
 from mirror.progress import Progress
 from mirror.transcode import FfmpegProgressParser
-from mirror.transcode.progress import parse_clock
+from mirror.transcode.progress_lines import parse_clock
 
 # Shaped like ffmpeg's `-progress` output for a video + audio run (ffmpeg 7-9).
 FIRST_BLOCK = """\

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from s3transfer.utils import ReadFileChunk
 
-from mirror.checksums import FileDigest, HashingReader, IncompleteDigest
+from mirror.objects import FileDigest
+from mirror.s3.checksums import HashingReader, IncompleteDigest
 
 DATA = os.urandom(100_000)
 TRUE = FileDigest(len(DATA), hashlib.sha256(DATA).hexdigest())

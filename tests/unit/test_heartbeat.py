@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy.exc import OperationalError
 
 from mirror.errors import JobCancelled, LeaseLost, Stalled
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import DatabaseUnavailable
 from mirror.progress import AbortSignal, Progress
 from mirror.testing.fakes import InMemoryBeatStore
 
@@ -143,7 +143,9 @@ def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
     clock = FakeClock()
     heartbeat, store = make_heartbeat(clock, interval=10, lease=60)
     heartbeat(Progress(phase="download", bytes_done=1))
-    store.fail_with = OperationalError("UPDATE", {}, Exception("server closed the connection"))
+    store.fail_with = DatabaseUnavailable(
+        "database error: server closed the connection", "server closed the connection"
+    )
     for i in range(5):
         clock.now += 10
         heartbeat(Progress(phase="download", bytes_done=2 + i))  # no raise: retried later
@@ -153,7 +155,7 @@ def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
     clock.now += 10
     heartbeat(Progress(phase="download", bytes_done=10))  # Postgres is back in time
     assert store.progress is not None and store.progress["bytes_done"] == 10
-    store.fail_with = OperationalError("UPDATE", {}, Exception("gone again"))
+    store.fail_with = DatabaseUnavailable("database error: gone again", "gone again")
     clock.now += 61
     heartbeat.check_watchdogs(clock.now)
     assert isinstance(heartbeat.abort.reason, LeaseLost)
@@ -164,7 +166,7 @@ def test_failed_writes_are_throttled_too() -> None:
     heartbeat, store = make_heartbeat(clock, interval=10)
     attempts = 0
 
-    class CountingError(OperationalError):
+    class CountingError(DatabaseUnavailable):
         pass
 
     original = store.heartbeat
@@ -172,7 +174,7 @@ def test_failed_writes_are_throttled_too() -> None:
     def failing(*args: object) -> object:
         nonlocal attempts
         attempts += 1
-        raise CountingError("UPDATE", {}, Exception("down"))
+        raise CountingError("database error: down", "down")
 
     store.heartbeat = failing  # type: ignore[method-assign]
     for i in range(10_000):

@@ -7,7 +7,7 @@ import pytest
 from mirror.errors import PermanentError
 from mirror.item import MediaStream
 from mirror.jellyfin.failures import RetryableError, RetryPolicy, parse_retry_after
-from mirror.jellyfin.models import normalize_item_id, parse_library, parse_media_item
+from mirror.jellyfin.models import parse_library, parse_media_item, require_item_id
 
 ITEM_ID = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
@@ -20,13 +20,13 @@ def test_item_ids_in_any_guid_spelling_become_32_lowercase_hex() -> None:
         "{a3f4c2e1-b5d6-4e0f-9c8b-7a6d5e4f3a21}",
         " a3f4c2e1-b5d6-4e0f-9c8b-7a6d5e4f3a21\n",
     ):
-        assert normalize_item_id(spelling) == ITEM_ID
+        assert require_item_id(spelling) == ITEM_ID
 
 
 @pytest.mark.parametrize("bad", ["", "123", "../../System/Info", ITEM_ID + "0", "g" * 32])
 def test_text_that_is_no_guid_is_a_permanent_error(bad: str) -> None:
     with pytest.raises(PermanentError, match="not a Jellyfin id"):
-        normalize_item_id(bad)
+        require_item_id(bad)
 
 
 def test_the_source_whose_id_is_the_item_id_is_mirrored_among_several_versions() -> None:

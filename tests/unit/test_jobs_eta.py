@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from mirror.cli.views import job_eta, jobs_table, phase_eta
 from mirror.db.repository import JobRecord
-from mirror.jobs_view import job_eta, jobs_table, phase_eta
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

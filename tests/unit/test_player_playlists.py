@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.player import rewrite_playlist
+from mirror.web.player import rewrite_playlist
 
 MEDIA = """#EXTM3U
 #EXT-X-VERSION:7

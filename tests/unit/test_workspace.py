@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mirror.errors import InsufficientSpace, JobCancelled, PermanentError, TransientError
-from mirror.workspace import Workspace, resumable_here, sweep_orphans
+from mirror.workspace import Workspace, clean_up_orphans, resumable_here
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
@@ -74,14 +74,14 @@ def test_sweep_removes_unheld_directories_unless_kept(tmp_path: Path) -> None:
     (tmp_path / ITEM).mkdir()
     (tmp_path / other).mkdir()
     (tmp_path / f"{other}-deadbeef").mkdir()
-    removed = sweep_orphans(tmp_path, keep=lambda item: item == ITEM)
+    removed = clean_up_orphans(tmp_path, keep=lambda item: item == ITEM)
     assert sorted(p.name for p in removed) == sorted([other, f"{other}-deadbeef"])
     assert (tmp_path / ITEM).exists()  # a takeover may resume it
 
 
 def test_sweep_leaves_held_directories_alone(tmp_path: Path) -> None:
     with Workspace.acquire(tmp_path, ITEM) as workspace:
-        assert sweep_orphans(tmp_path, keep=lambda item: False) == []
+        assert clean_up_orphans(tmp_path, keep=lambda item: False) == []
         assert workspace.path.exists()
 
 

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine
 from werkzeug.routing import Rule
 
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
-from mirror.web_api import DashboardApi
-from mirror.web_auth import UiAuth
-from mirror.web_pages import DashboardPages
+from mirror.web.api import DashboardApi
+from mirror.web.auth import UiAuth
+from mirror.web.pages import DashboardPages
 
 if TYPE_CHECKING:
     from mirror.settings import Settings

@@ -1,9 +1,9 @@
 """The commands that make the mirror converge: `sync`, `verify`, `db import-manifests`.
 
-Registered onto cli.py's app by `register` (cli.py is big enough already). They take
-their settings and adapters from the `Context` cli.py passes, never import it: `python
--m mirror.cli` runs cli.py as `__main__`, and a second import would register these on
-an app nobody runs.
+Registered onto the app of `mirror.cli.commands` by `register`. They take their
+settings and adapters from the `Context` it passes and never import it: run as
+`python -m mirror.cli.commands`, that module is `__main__`, and a second import would
+register these on an app nobody runs.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from mirror import app as composition
+from mirror import wiring
 from mirror.db.mirrored import ItemHistory, MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.item import normalize_item_id
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.manifest import ManifestError, decode_manifest, restored_job
+from mirror.s3.storage import item_prefix
 from mirror.settings import Settings
-from mirror.storage import item_prefix
 from mirror.sync import SyncClass, SyncReport, sync_library
 from mirror.verify import Verdict, VerifyReport, verify_jobs
 
@@ -44,7 +44,7 @@ DETAIL_ROWS = 50  # item lines printed under a table; --json has them all
 
 @dataclass(frozen=True)
 class Context:
-    """What cli.py lends these commands."""
+    """What mirror.cli.commands lends these commands."""
 
     settings: Callable[[], Settings]
     repository: Callable[[], JobRepository]
@@ -86,13 +86,13 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         config = ctx.settings()
         repo = ctx.repository()
         jobs = _SyncJobs(MirroredItems(repo.engine), repo, config.max_attempts)
-        bucket = composition.bucket(config) if delete and not dry_run else None
+        bucket = wiring.bucket(config) if delete and not dry_run else None
 
         def delete_item(item_id: str) -> int:
             assert bucket is not None
             return bucket.delete_prefix(item_prefix(config.s3_prefix, item_id))
 
-        with composition.jellyfin_client(config) as client:
+        with wiring.jellyfin_client(config) as client:
             if library is not None:
                 found = client.find_library(library)
                 parent, label = found.item_id, f"library {found.name!r}"
@@ -136,7 +136,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         ids = [_item_id(ctx, raw) for raw in item_ids or []]
         config = ctx.settings()
         repo = ctx.repository()
-        bucket = composition.bucket(config, threads=VERIFY_THREADS)
+        bucket = wiring.bucket(config, threads=VERIFY_THREADS)
         mirrored = MirroredItems(repo.engine)
         prefix = config.s3_prefix
         # Everything: one listing of the whole prefix beats a listing per item.
@@ -179,7 +179,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         """Rebuild done job rows from the manifests in the bucket (after losing Postgres)."""
         config = ctx.settings()
         repo = ctx.repository()
-        bucket = composition.bucket(config, threads=VERIFY_THREADS)
+        bucket = wiring.bucket(config, threads=VERIFY_THREADS)
         mirrored = MirroredItems(repo.engine)
         root = _root(config.s3_prefix if prefix is None else prefix)
         keys = [k for k, _ in bucket.iter_objects(root) if _is_manifest_key(k, root)]

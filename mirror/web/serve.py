@@ -21,20 +21,21 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror import metrics
-from mirror.bucket import Bucket
 from mirror.db.engine import describe_database_error
 from mirror.db.mirrored import ItemHistory, MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
+from mirror.jobs import DatabaseUnavailable
 from mirror.logs import get_logger
-from mirror.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
 from mirror.redact import redact
-from mirror.storage import item_prefix
-from mirror.web_dashboard import DashboardApi, dashboard_api, dashboard_rules
-from mirror.webhook_body import salvage_notification
+from mirror.s3.bucket import Bucket
+from mirror.s3.storage import item_prefix
+from mirror.web import metrics
+from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
+from mirror.web.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
+from mirror.web.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -123,7 +124,7 @@ class MirrorWeb:
         return response(environ, start_response)
 
     def play_page(self, request: Request, item_id: str) -> Response:
-        """The player page of an item (mirror/player.py)."""
+        """The player page of an item (mirror/web/player.py)."""
         return self._played(lambda player: player.page(item_id))
 
     def play_playlist(self, request: Request, item_id: str, name: str) -> Response:
@@ -172,8 +173,12 @@ class MirrorWeb:
             reason = _unreadable(error)
             log.bind(remote=remote).warning("webhook rejected: %s", reason)
             return _json({"error": reason}, 400)
-        except DBAPIError as error:
-            problem = describe_database_error(error)
+        except (DBAPIError, DatabaseUnavailable) as error:
+            problem = (
+                error.detail
+                if isinstance(error, DatabaseUnavailable)
+                else describe_database_error(error)
+            )
             log.bind(remote=remote).error("webhook failed: database: %s", problem)
             return _json({"error": "database unavailable"}, 503)
         context = {
@@ -321,19 +326,19 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     """Serve until SIGINT or SIGTERM; port 0 picks a free port (logged)."""
     from waitress.server import create_server
 
-    from mirror import app as composition
+    from mirror import wiring
 
     policy = webhook_policy(settings)
-    engine = composition.database_engine(settings, check=False)  # /healthz reports it
+    engine = wiring.database_engine(settings, check=False)  # /healthz reports it
     stats = QueueStats(engine)
     remover = None
     if policy.delete_removed:
-        bucket = composition.bucket(settings, threads=threads)
+        bucket = wiring.bucket(settings, threads=threads)
         remover = item_remover(bucket, MirroredItems(engine), settings.s3_prefix)
     jobs = JobRepository(engine)
     player = None
     if settings.s3_bucket:
-        store = composition.s3_storage(settings)
+        store = wiring.s3_storage(settings)
         player = Player(jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
     web = MirrorWeb(jobs, stats, policy, remover, dashboard_api(settings, engine, jobs), player)
     # waitress buffers whole bodies before the app runs; keep that bounded too.

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from mirror.db.attempts import AttemptRecord
+from mirror.db.attempt_log import AttemptRecord
 from mirror.db.repository import JobRecord
 from mirror.durations import format_bytes, format_duration
 

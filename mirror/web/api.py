@@ -19,14 +19,14 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.db.attempts import AttemptLog
+from mirror.cli.views import phase_eta
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
-from mirror.db.models import STATUSES
 from mirror.db.records import JobNotFound, JobRecord, JobStateError
 from mirror.db.repository import JobRepository
-from mirror.jobs_view import phase_eta
+from mirror.jobs import STATUSES
 from mirror.redact import redact
-from mirror.web_auth import (
+from mirror.web.auth import (
     CSRF_HEADER,
     Session,
     UiAuth,
@@ -313,7 +313,7 @@ def _int_arg(request: Request, name: str, default: int, low: int, high: int) -> 
 
 
 def _with_cookie(request: Request, cookie: str) -> Request:
-    from mirror.web_auth import COOKIE
+    from mirror.web.auth import COOKIE
 
     environ = dict(request.environ)
     environ["HTTP_COOKIE"] = f"{COOKIE}={cookie}"

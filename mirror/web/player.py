@@ -80,7 +80,9 @@ class Player:
             else f'<script src="{HLSJS_CDN_URL}" integrity="{HLSJS_INTEGRITY}" '
             'crossorigin="anonymous"></script>'
         )
-        template = resources.files("mirror").joinpath("player.html").read_text("utf-8")
+        template = (
+            resources.files("mirror.web").joinpath("templates/player.html").read_text("utf-8")
+        )
         body = (
             template.replace("{{title}}", html.escape(posixpath.basename(str(name))))
             .replace("{{hlsjs}}", script)

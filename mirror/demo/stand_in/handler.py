@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import imageio_ffmpeg
 
-from mirror.testing.jellyfin_catalog import (
+from mirror.demo.stand_in.catalog import (
     VERSION,
     Catalog,
     content_disposition,

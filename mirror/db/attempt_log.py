@@ -14,21 +14,12 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from mirror.db.engine import raises_unavailable
 from mirror.db.records import row_json
+from mirror.db.schema import ATTEMPTS as _ATTEMPTS
+from mirror.jobs import AttemptStats
 
-_ATTEMPTS = "media_mirror.job_attempts"
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptStats:
-    """What an attempt measured about itself (None where a phase never ran)."""
-
-    heartbeat_writes: int | None = None
-    bytes_downloaded: int | None = None
-    bytes_uploaded: int | None = None
-    download_s: float | None = None
-    transcode_s: float | None = None
-    upload_s: float | None = None
+__all__ = ["AttemptLog", "AttemptRecord", "AttemptStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +43,7 @@ class AttemptRecord:
         return row_json(self)
 
 
+@raises_unavailable
 class AttemptLog:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -17,7 +17,6 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import boto3
@@ -25,68 +24,42 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from s3transfer.manager import TransferConfig, TransferManager
 
-from mirror.checksums import (
-    PART_CHECKSUM_ALGORITHM,
+from mirror.errors import ConfigError, MirrorError, TransientError
+from mirror.objects import (
     FileDigest,
+    Upload,
+    audio_key,
+    item_prefix,
+    manifest_key,
+    output_key,
+    video_key,
+)
+from mirror.progress import AbortSignal, ProgressCallback
+from mirror.s3.checksums import (
+    PART_CHECKSUM_ALGORITHM,
     HashingReader,
     IncompleteDigest,
 )
-from mirror.errors import ConfigError, MirrorError, TransientError
-from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
-from mirror.progress import AbortSignal, ProgressCallback
-from mirror.s3_errors import error_code, http_status, translate_error
-from mirror.upload_run import RunSubscriber, UploadRun
+from mirror.s3.errors import error_code, http_status, translate_error
+from mirror.s3.upload_run import RunSubscriber, UploadRun
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mirror.storage")
+
+__all__ = [
+    "Upload",
+    "audio_key",
+    "item_prefix",
+    "manifest_key",
+    "output_key",
+    "video_key",
+]
 
 MiB = 1024 * 1024
 VIDEO_CONTENT_TYPE = "video/mp4"
 AUDIO_CONTENT_TYPE = "audio/mp4"
-
-
-# --- key layout --------------------------------------------------------------------
-
-
-def _join_key(prefix: str, *parts: str) -> str:
-    clean_prefix = "/".join(segment for segment in prefix.split("/") if segment)
-    return "/".join((clean_prefix, *parts)) if clean_prefix else "/".join(parts)
-
-
-def video_key(prefix: str, item_id: str) -> str:
-    """`<prefix>/<item_id>/video.mp4` (no leading slash when the prefix is empty)."""
-    return _join_key(prefix, item_id, VIDEO_FILE_NAME)
-
-
-def audio_key(prefix: str, item_id: str, stream_index: int, language: str | None) -> str:
-    """`<prefix>/<item_id>/audio/<index>-<lang>.m4a`."""
-    return _join_key(prefix, item_id, AUDIO_DIR, audio_file_name(stream_index, language))
-
-
-def output_key(prefix: str, item_id: str, relative_path: str) -> str:
-    """`<prefix>/<item_id>/<relative path>`: playlists and subtitles, named like their files."""
-    return _join_key(prefix, item_id, *relative_path.split("/"))
-
-
-def manifest_key(prefix: str, item_id: str) -> str:
-    """`<prefix>/<item_id>/manifest.json`: written last, so its presence marks a whole mirror."""
-    return _join_key(prefix, item_id, "manifest.json")
-
-
-def item_prefix(prefix: str, item_id: str) -> str:
-    """`<prefix>/<item_id>/`: every object of one item lives under it."""
-    return _join_key(prefix, item_id, "")
-
-
-@dataclass(frozen=True, slots=True)
-class Upload:
-    """One local file and the key it goes to."""
-
-    path: Path
-    key: str
-    content_type: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,11 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO, Self
+from typing import BinaryIO, Self
+
+from mirror.objects import FileDigest
 
 # What every part carries (`x-amz-checksum-crc32`) and S3 checks before it stores the
 # part. CRC32 is what botocore (since 1.36) and s3transfer send by default, so AWS, MinIO
@@ -35,18 +36,6 @@ from typing import Any, BinaryIO, Self
 # next to nothing (zlib); CRC32C and CRC64NVME would need awscrt, which is not installed.
 # Set explicitly, it stays on whatever AWS_REQUEST_CHECKSUM_CALCULATION says.
 PART_CHECKSUM_ALGORITHM = "CRC32"
-
-
-@dataclass(frozen=True, slots=True)
-class FileDigest:
-    """Size and lowercase-hex SHA-256 of one uploaded file, as recorded on the job row."""
-
-    size: int
-    sha256: str
-
-    def facts(self) -> dict[str, Any]:
-        """The `size` and `sha256` members of a `video` or `audio_keys` entry."""
-        return {"size": self.size, "sha256": self.sha256}
 
 
 class IncompleteDigest(RuntimeError):

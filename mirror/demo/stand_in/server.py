@@ -6,7 +6,7 @@ to misbehave the way real deployments do: slow links, proxies that cut long down
 a server that is still starting, a download that hangs. Faults can be set while it runs.
 
 Standalone (for the demo or another process's fixture):
-    python -m mirror.testing.jellyfin_server --media movie.mkv --api-key KEY --port 8096
+    python -m mirror.demo.stand_in.server --media movie.mkv --api-key KEY --port 8096
 prints one JSON line with the url, key and item ids, then serves until interrupted.
 """
 
@@ -22,14 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from mirror.item import MediaStream
-from mirror.testing.jellyfin_catalog import Catalog, Sidecar
-from mirror.testing.jellyfin_handler import (
+from mirror.demo.stand_in.catalog import Catalog, Sidecar
+from mirror.demo.stand_in.handler import (
     FailRule,
     RequestRecord,
     StandInHTTPServer,
     StandInState,
 )
+from mirror.item import MediaStream
 
 __all__ = ["JellyfinStandIn", "RequestRecord", "Sidecar"]
 

@@ -3,7 +3,7 @@
 A fresh machine has no Jellyfin, no S3 and maybe no Postgres, so the demo brings its
 own: sample media made with the bundled ffmpeg, served by the Jellyfin stand-in; moto's
 S3 server in this process; Postgres from MIRROR_DATABASE_URL or else an embedded server
-(the `pgserver` package). The real worker (built by mirror.app, the same code as
+(the `pgserver` package). The real worker (built by mirror.wiring, the same code as
 `mirror worker`) then mirrors the samples while a live table shows the job rows, and
 everything the demo started is stopped and removed at the end, on error or Ctrl-C too.
 """
@@ -30,12 +30,14 @@ from rich.logging import RichHandler
 from rich.table import Table
 from rich.text import Text
 
-from mirror import app as composition
+from mirror import wiring
+from mirror.cli.views import job_details, jobs_table
 from mirror.db import migrations
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRecord, JobRepository
-from mirror.demo_services import (
+from mirror.demo.media import SampleKind, generate_sample
+from mirror.demo.services import (
     DUMMY_KEY,
     REGION,
     DemoFailed,
@@ -44,13 +46,11 @@ from mirror.demo_services import (
     pgdata_dir,
     s3_client,
 )
+from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.durations import format_bytes
 from mirror.errors import ConfigError, MirrorError
-from mirror.jobs_view import job_details, jobs_table
 from mirror.logs import RedactSecrets
 from mirror.settings import load_settings
-from mirror.testing.jellyfin_server import JellyfinStandIn
-from mirror.testing.media import SampleKind, generate_sample
 from mirror.transcode import find_ffmpeg
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def run_demo(
             say(f"{len(job_ids)} jobs in media_mirror.jobs")
 
         with _step(console, "worker"):
-            worker = composition.build_worker(settings)
+            worker = wiring.build_worker(settings)
         runner = _WorkerThread(worker.run)
         stack.callback(runner.stop, worker.request_stop)
         runner.start()

@@ -16,11 +16,11 @@ from werkzeug.exceptions import NotFound
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
+from mirror.cli.views import detail_rows
 from mirror.db.records import JobNotFound
 from mirror.durations import format_bytes, format_duration
-from mirror.jobs_view import detail_rows
 from mirror.redact import redact
-from mirror.web_api import DashboardApi, item_name, job_json
+from mirror.web.api import DashboardApi, item_name, job_json
 
 STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 CSP = (
@@ -33,7 +33,7 @@ class DashboardPages:
     def __init__(self, api: DashboardApi) -> None:
         self.api = api
         self.templates = Environment(
-            loader=PackageLoader("mirror", "templates"),
+            loader=PackageLoader("mirror.web", "templates"),
             autoescape=select_autoescape(["html"]),
         )
         self.templates.filters["bytes"] = format_bytes
@@ -87,7 +87,7 @@ class DashboardPages:
     def static(self, request: Request, name: str) -> Response:
         if name not in STATIC:
             raise NotFound()
-        body = resources.files("mirror").joinpath("templates", name).read_bytes()
+        body = resources.files("mirror.web").joinpath("templates", name).read_bytes()
         response = Response(body, 200, content_type=STATIC[name])
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Cache-Control"] = "max-age=300"

@@ -13,16 +13,18 @@ from typing import Any
 from sqlalchemy import Engine
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
-from mirror.bucket import Bucket
-from mirror.db.attempts import AttemptLog
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.engine import check_schema, make_engine
+from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository, Lease
 from mirror.jellyfin import JellyfinClient
+from mirror.jellyfin.body import fast_path_problem
 from mirror.logs import get_logger
 from mirror.pipeline import MirrorPipeline, TranscodeOptions
 from mirror.progress import AbortSignal
+from mirror.s3.bucket import Bucket
+from mirror.s3.storage import S3Storage
 from mirror.settings import Settings
-from mirror.storage import S3Storage
 from mirror.transcode import find_ffmpeg
 from mirror.worker import Worker, WorkerConfig
 
@@ -40,7 +42,7 @@ def worker_pool_size(concurrency: int) -> int:
 
     Per job slot two: its heartbeat keep-alive and its own statements (done, its fate,
     the attempt history) may each wait on Postgres at the same time; plus one for the
-    claim loop (claim, reaper, work-dir sweep). The LISTEN connection is extra.
+    claim loop (claim, reaper, work-dir clean-up). The LISTEN connection is extra.
     """
     return 2 * concurrency + 1
 
@@ -143,7 +145,6 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
     pipeline = MirrorPipeline(
         media=media,
         store=store,
-        jobs=repo,
         transcode=options,
         work_dir=settings.work_dir,
         s3_prefix=settings.s3_prefix,
@@ -157,6 +158,9 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         retry_backoff=settings.retry_backoff,
     )
     job_log = get_logger("mirror.job")
+    problem = fast_path_problem()
+    if problem is not None:
+        job_log.warning("download fast path unavailable, using httpx's reads: %s", problem)
 
     def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
         log = job_log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts)
@@ -175,4 +179,5 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
     )
-    return Worker(repo, run_one, config, listen_url=settings.database_url)
+    listen = JobListener(settings.database_url_required, reconnect_s=settings.poll_interval)
+    return Worker(repo, run_one, config, listen=listen)

@@ -19,19 +19,20 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mirror import app as composition
-from mirror import cli_converge
-from mirror.cli_boundary import fail, fail_unexpectedly
-from mirror.db.attempts import AttemptLog
+from mirror import wiring
+from mirror.cli import converge
+from mirror.cli.boundary import fail, fail_unexpectedly
+from mirror.cli.views import job_details, jobs_table
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.jellyfin.kinds import check_item_kinds
-from mirror.jobs_view import job_details, jobs_table
+from mirror.jobs import STATUSES
+from mirror.library_sweep import sweep_library
 from mirror.logs import setup_logging
 from mirror.settings import Settings, load_settings
-from mirror.sweep import sweep_library
 
 app = typer.Typer(
     name="mirror",
@@ -45,7 +46,6 @@ app.add_typer(db_app, name="db")
 
 # Piped output (scripts, CI logs) gets a wide table instead of an 80-column squeeze.
 stdout = Console(width=None if sys.stdout.isatty() else 160)
-STATUSES = ("new", "processing", "done", "failed", "cancelled", "removed")
 
 
 class UsageProblem(MirrorError):
@@ -93,7 +93,7 @@ def settings() -> Settings:
 
 
 def repository() -> JobRepository:
-    return composition.job_repository(settings())
+    return wiring.job_repository(settings())
 
 
 def _job_id(raw: str) -> uuid.UUID:
@@ -108,7 +108,7 @@ def db_upgrade() -> None:
     """Create or update the job table (schema media_mirror) to the latest migration."""
     from mirror.db import migrations
 
-    engine = composition.database_engine(settings(), check=False)
+    engine = wiring.database_engine(settings(), check=False)
     try:
         migrations.upgrade(engine)
     finally:
@@ -130,7 +130,7 @@ def demo(
     Brings its own Jellyfin stand-in, S3 (moto) and Postgres (MIRROR_DATABASE_URL, else an
     embedded server); needs the demo extra: pip install 'mirror[demo]'.
     """
-    from mirror.demo import run_demo, summary_line
+    from mirror.demo.run import run_demo, summary_line
 
     try:
         result = run_demo(stdout, config_file=state.config, timeout_s=timeout, verbose=verbose)
@@ -152,7 +152,7 @@ def worker(
     """Run jobs: claim, download, transcode, upload, mark done; SIGTERM stops gracefully."""
     config = settings()
     setup_logging(config.log_level)
-    runner = composition.build_worker(config, concurrency=concurrency)
+    runner = wiring.build_worker(config, concurrency=concurrency)
     # Everything built so far (modules, botocore's service models, settings) lives as long
     # as the process: out of the collector's sight it is never scanned again, and the
     # exit of `mirror worker` takes ~30 ms instead of ~350 ms (bench/job.py).
@@ -217,7 +217,7 @@ def _sweep(library: str | None, parent_id: str | None, types: list[str], priorit
             raise UsageProblem(str(error)) from None
     config = settings()
     repo = repository()
-    with composition.jellyfin_client(config) as client:
+    with wiring.jellyfin_client(config) as client:
         if library is not None:
             found = client.find_library(library)
             parent_id, label = found.item_id, f"library {found.name!r}"
@@ -317,7 +317,6 @@ def _watch_jobs(status: str | None, limit: int) -> None:
 
     from rich.live import Live
     from rich.table import Table
-    from sqlalchemy.exc import DBAPIError
 
     repo = repository()
     records: list[JobRecord] = []
@@ -327,8 +326,8 @@ def _watch_jobs(status: str | None, limit: int) -> None:
         problem = None
         try:
             records = repo.list(status=status, limit=limit)
-        except DBAPIError as error:  # a blip: keep the last rows and say so
-            problem = f"database error: {describe_database_error(error)} (last rows read shown)"
+        except DatabaseUnavailable as error:  # a blip: keep the last rows and say so
+            problem = f"{error} (last rows read shown)"
         now = datetime.now(UTC)
         table = jobs_table(records, now, with_eta=True)
         table.title = f"mirror jobs at {now:%H:%M:%S} UTC (every 1s, Ctrl-C to stop)"
@@ -358,7 +357,7 @@ def serve(
 
     Needs MIRROR_WEBHOOK_SECRET: Jellyfin's webhook plugin sends it in X-Mirror-Secret.
     """
-    from mirror import web
+    from mirror.web import serve as web
 
     config = settings()
     setup_logging(config.log_level)
@@ -387,10 +386,10 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-cli_converge.register(
+converge.register(
     app,
     db_app,
-    cli_converge.Context(
+    converge.Context(
         settings=settings, repository=repository, usage_error=UsageProblem, stdout=stdout
     ),
 )

@@ -1,0 +1,1 @@
+"""The command line: typer commands (`commands`), the job table views (`views`)."""

@@ -1,0 +1,5 @@
+"""`python -m mirror.cli`: the `mirror` command."""
+
+from mirror.cli.commands import main
+
+main()

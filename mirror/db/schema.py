@@ -1,0 +1,26 @@
+"""The schema's vocabulary in one place: the schema, its tables, the NOTIFY channel.
+
+Statuses are the job vocabulary (`mirror.jobs.Status`); alembic/versions owns the DDL.
+"""
+
+from __future__ import annotations
+
+from mirror.jobs import ACTIVE_STATUSES, STATUSES, Status
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "ATTEMPTS",
+    "COUNTERS",
+    "JOBS",
+    "NOTIFY_CHANNEL",
+    "SCHEMA",
+    "STATUSES",
+    "Status",
+]
+
+SCHEMA = "media_mirror"
+JOBS = f"{SCHEMA}.jobs"
+ATTEMPTS = f"{SCHEMA}.job_attempts"
+COUNTERS = f"{SCHEMA}.counters"
+# enqueue NOTIFYs it; a worker's LISTEN connection (mirror.db.listen) wakes its claim loop.
+NOTIFY_CHANNEL = "media_mirror_jobs"

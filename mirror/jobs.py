@@ -1,0 +1,162 @@
+"""The job vocabulary every layer shares: statuses, the lease, the fence, an attempt's figures.
+
+The core (heartbeat, attempt, pipeline, worker) speaks only these words; the database
+adapter (`mirror.db`) maps them onto rows and raises `DatabaseUnavailable` for an outage,
+so nothing outside `mirror.db` needs to know about SQLAlchemy or psycopg.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mirror.errors import MirrorError
+
+
+class Status(enum.StrEnum):
+    """A job's `status` column (DESIGN: the job table)."""
+
+    NEW = "new"
+    PROCESSING = "processing"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    REMOVED = "removed"
+
+
+STATUSES: tuple[str, ...] = tuple(status.value for status in Status)
+ACTIVE_STATUSES: tuple[str, ...] = (Status.NEW.value, Status.PROCESSING.value)
+
+
+def row_json(record: Any) -> dict[str, Any]:
+    """A slotted record as JSON-friendly data: uuids and times as strings.
+
+    The lease token is left out: it is the running attempt's capability, not for display.
+    """
+    data: dict[str, Any] = {}
+    for name in record.__slots__:
+        if name == "lease_token":
+            continue
+        value = getattr(record, name)
+        if isinstance(value, uuid.UUID):
+            value = str(value)
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        data[name] = value
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One row of media_mirror.jobs as plain data."""
+
+    id: uuid.UUID
+    item_id: str
+    status: str
+    priority: int
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    worker_id: str | None
+    lease_token: uuid.UUID | None
+    taken_at: datetime | None
+    heartbeat_at: datetime | None
+    heartbeat_data: dict[str, Any] | None
+    video_key: str | None
+    audio_keys: list[dict[str, Any]] | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    video: dict[str, Any] | None = None  # {key, size, sha256, codec, width, height, duration_s}
+    skipped_streams: list[dict[str, Any]] | None = None  # {index, kind, codec, language, reason}
+    source: dict[str, Any] | None = None  # the media source mirrored: Id, Path, Size, ...
+    manifest_key: str | None = None  # <prefix>/<item_id>/manifest.json, written last
+    hls_key: str | None = None  # <prefix>/<item_id>/master.m3u8 (output format hls)
+    # WebVTT subtitles: {key, stream_index, language, title, codec, forced, external}
+    subtitle_keys: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-friendly dict for `--json` output."""
+        return row_json(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What a claimed attempt holds: the job and its fencing token."""
+
+    job: JobRecord
+    token: uuid.UUID
+
+    @property
+    def job_id(self) -> uuid.UUID:
+        return self.job.id
+
+
+class Fence(enum.Enum):
+    """Outcome of a fenced statement (heartbeat, mark_done, ...)."""
+
+    OK = "ok"
+    CANCELLED = "cancelled"  # the job was cancelled: stop, leave it cancelled
+    LEASE_LOST = "lease_lost"  # another attempt owns the job (or it was reset): touch nothing
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStats:
+    """What an attempt measured about itself (None where a phase never ran)."""
+
+    heartbeat_writes: int | None = None
+    bytes_downloaded: int | None = None
+    bytes_uploaded: int | None = None
+    download_s: float | None = None
+    transcode_s: float | None = None
+    upload_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Mirrored:
+    """What a pipeline run leaves in S3: the columns its `done` records (DESIGN: the job
+    table). The pipeline returns it; `run_attempt` alone writes it, like every end state."""
+
+    video_key: str
+    audio_keys: list[dict[str, Any]]
+    video: dict[str, Any] | None = None
+    skipped_streams: list[dict[str, Any]] | None = None
+    source: dict[str, Any] | None = None
+    manifest_key: str | None = None
+    hls_key: str | None = None
+    subtitle_keys: list[dict[str, Any]] | None = None
+
+
+class DatabaseUnavailable(MirrorError):
+    """Postgres cannot be reached, dropped us, or every pooled connection stayed busy.
+
+    The database adapter raises it in place of the driver's error; `detail` is the
+    driver's first line (psycopg never echoes the password).
+    """
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail if detail is not None else message
+
+
+class JobNotFound(LookupError):
+    pass
+
+
+class JobStateError(RuntimeError):
+    """The job is in a status that does not allow the request (e.g. cancel a done job)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rescued:
+    """A stale job the reaper handled: back to `new`, or `failed` when attempts ran out."""
+
+    job_id: uuid.UUID
+    item_id: str
+    status: str
+    attempts: int
+    previous_worker: str | None
