@@ -87,6 +87,7 @@ class MirrorWeb:
     ) -> None:
         self.jobs = jobs
         self.player = player
+        self.dashboard = dashboard
         self.stats = stats
         self.webhook = webhook
         self.remover = remover
@@ -125,11 +126,21 @@ class MirrorWeb:
 
     def play_page(self, request: Request, item_id: str) -> Response:
         """The player page of an item (mirror/web/player.py)."""
+        if not self._may_play(request):
+            page = '<!doctype html><p>Log in on <a href="/">the dashboard</a> to play items.</p>'
+            return Response(page, status=401, content_type="text/html; charset=utf-8")
         return self._played(lambda player: player.page(item_id))
 
     def play_playlist(self, request: Request, item_id: str, name: str) -> Response:
         """One of the item's playlists, media URIs presigned."""
+        if not self._may_play(request):
+            return _json({"error": "log in first: the playlists hand out presigned URLs"}, 401)
         return self._played(lambda player: player.playlist(item_id, name))
+
+    def _may_play(self, request: Request) -> bool:
+        """With MIRROR_UI_PASSWORD set, presigned URLs go to logged-in browsers only."""
+        auth = self.dashboard.auth if self.dashboard is not None else None
+        return auth is None or not auth.enabled or auth.session(request) is not None
 
     def play_hlsjs(self, request: Request) -> Response:
         return self._played(lambda player: player.hlsjs())

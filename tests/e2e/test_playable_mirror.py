@@ -8,6 +8,7 @@ hls.js comes from its npm package, installed once into a cache directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from mirror.demo.media import SampleMedia, generate_sample
@@ -157,8 +159,9 @@ def test_ffmpeg_reads_master_over_http_from_s3_and_decodes_every_rendition(
     print(f"ffmpeg decoded {len(streams)} renditions of {url} without error: {streams}")
 
 
-@pytest.fixture
-def serve_url(stack: Stack, hlsjs_file: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def serving(stack: Stack, hlsjs_file: Path, **env: str) -> Iterator[str]:
+    """`mirror serve` on a free port, as a user would start it; yields its base URL."""
     log = stack.log_dir / "serve.log"
     with log.open("w") as out:
         server = subprocess.Popen(
@@ -170,6 +173,7 @@ def serve_url(stack: Stack, hlsjs_file: Path) -> Iterator[str]:
                 MIRROR_HLSJS_PATH=str(hlsjs_file),
                 MIRROR_LOG_LEVEL="INFO",
                 MIRROR_WEBHOOK_SECRET="not-used-here",
+                **env,
             ),
         )
     try:
@@ -185,6 +189,30 @@ def serve_url(stack: Stack, hlsjs_file: Path) -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture
+def serve_url(stack: Stack, hlsjs_file: Path) -> Iterator[str]:
+    with serving(stack, hlsjs_file) as url:
+        yield url
+
+
+def test_with_a_ui_password_only_a_logged_in_browser_gets_the_player_and_its_playlists(
+    stack: Stack, mirrored: str, hlsjs_file: Path
+) -> None:
+    with (
+        serving(stack, hlsjs_file, MIRROR_UI_PASSWORD="player test password") as url,
+        httpx.Client(base_url=url, timeout=30) as browser,
+    ):
+        page = browser.get(f"/play/{mirrored}")
+        assert page.status_code == 401 and "Log in" in page.text
+        playlist = browser.get(f"/play/{mirrored}/video.m3u8")
+        assert playlist.status_code == 401 and "Signature=" not in playlist.text
+        login = browser.post("/api/login", json={"password": "player test password"})
+        assert login.status_code == 200, login.text
+        assert browser.get(f"/play/{mirrored}").status_code == 200
+        playlist = browser.get(f"/play/{mirrored}/video.m3u8")
+        assert playlist.status_code == 200 and "Signature=" in playlist.text  # presigned
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
