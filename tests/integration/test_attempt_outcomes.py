@@ -21,6 +21,7 @@ from mirror.heartbeat import Heartbeat
 from mirror.jobs import Mirrored
 from mirror.logs import get_logger
 from mirror.progress import AbortSignal
+from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 POLICY = AttemptPolicy(heartbeat_interval=0.5, stall_timeout=30, stale_timeout=30, retry_backoff=60)
@@ -48,15 +49,6 @@ def attempt_with(
     return outcome, lease
 
 
-def seconds_until_run_after(engine: Engine, lease: Lease) -> float:
-    with engine.connect() as conn:
-        value = conn.execute(
-            text("SELECT extract(epoch FROM run_after - now()) FROM media_mirror.jobs WHERE id=:i"),
-            {"i": lease.job_id},
-        ).scalar()
-    return float(value or 0)
-
-
 def test_permanent_error_fails_the_job_at_once(repo: JobRepository) -> None:
     repo.enqueue([ITEM])
     outcome, lease = attempt_with(repo, PermanentError("item x not found in Jellyfin"))
@@ -76,7 +68,7 @@ def test_transient_errors_go_back_with_backoff_until_attempts_run_out(
     assert outcome is Outcome.RETRY
     job = repo.get(lease.job_id)
     assert (job.status, job.error) == ("new", str(error))
-    assert 50 < seconds_until_run_after(engine, lease) <= 60
+    assert 50 < seconds_until_run_after(engine, lease.job_id) <= 60
     with engine.begin() as conn:
         conn.execute(text("UPDATE media_mirror.jobs SET run_after = now()"))
     outcome, lease = attempt_with(repo, error)
@@ -94,7 +86,7 @@ def test_low_disk_releases_without_using_an_attempt(
     assert outcome is Outcome.WAITING
     job = repo.get(lease.job_id)
     assert (job.status, job.attempts, job.error) == ("new", 0, message)
-    assert seconds_until_run_after(engine, lease) > 50  # no claim/release loop
+    assert seconds_until_run_after(engine, lease.job_id) > 50  # no claim/release loop
     assert "missing 8.0 GiB" in caplog.text
 
 
@@ -106,7 +98,7 @@ def test_shutdown_releases_at_once(engine: Engine, repo: JobRepository) -> None:
     assert outcome is Outcome.RELEASED
     job = repo.get(lease.job_id)
     assert (job.status, job.attempts) == ("new", 0)
-    assert seconds_until_run_after(engine, lease) <= 0
+    assert seconds_until_run_after(engine, lease.job_id) <= 0
 
 
 def test_cancelled_job_stays_cancelled(repo: JobRepository) -> None:

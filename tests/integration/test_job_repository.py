@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from mirror.db.repository import Fence, JobNotFound, JobRepository, JobStateError
+from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 ITEM_2 = "0123456789abcdef0123456789abcdef"
@@ -218,12 +219,7 @@ def test_fail_or_retry_backs_off_exponentially_then_fails(
     assert lease is not None
     fence, status = repo.fail_or_retry(lease.job_id, lease.token, "Jellyfin 502", backoff_s=30)
     assert (fence, status) == (Fence.OK, "new")
-    with engine.connect() as conn:
-        delay = conn.execute(
-            text("SELECT extract(epoch FROM run_after - now()) FROM media_mirror.jobs WHERE id=:i"),
-            {"i": job.id},
-        ).scalar()
-    assert delay is not None and 25 < float(delay) <= 30
+    assert 25 < seconds_until_run_after(engine, job.id) <= 30
     assert repo.claim_next("w") is None  # backing off
     with engine.begin() as conn:
         conn.execute(text("UPDATE media_mirror.jobs SET run_after = now()"))

@@ -18,6 +18,7 @@ from mirror.heartbeat import Heartbeat
 from mirror.jobs import Mirrored
 from mirror.logs import get_logger
 from mirror.progress import AbortSignal
+from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 POLICY = AttemptPolicy(heartbeat_interval=0.5, stall_timeout=30, stale_timeout=30, retry_backoff=60)
@@ -47,15 +48,6 @@ def attempt_with(
     return outcome, lease
 
 
-def delay_of(engine: Engine, lease: Lease) -> float:
-    with engine.connect() as conn:
-        value = conn.execute(
-            text("SELECT extract(epoch FROM run_after - now()) FROM media_mirror.jobs WHERE id=:i"),
-            {"i": lease.job_id},
-        ).scalar()
-    return float(value or 0)
-
-
 def unprobed(give_up_after: float | None = None) -> NotReady:
     return NotReady(
         "Jellyfin has not probed item x yet",
@@ -73,7 +65,7 @@ def test_each_wait_in_a_row_doubles_the_delay_without_using_an_attempt(
     for _ in range(3):
         outcome, lease = attempt_with(engine, repo, unprobed(give_up_after=3600))
         assert outcome is Outcome.WAITING
-        delays.append(delay_of(engine, lease))
+        delays.append(seconds_until_run_after(engine, lease.job_id))
     assert [round(d / 60) for d in delays] == [1, 2, 4]
     job = repo.get(lease.job_id)
     assert (job.status, job.attempts) == ("new", 0)
@@ -92,7 +84,7 @@ def test_the_delay_is_capped_at_an_hour(engine: Engine, repo: JobRepository) -> 
     )
     attempt_with(engine, repo, InsufficientSpace("not enough free space"), slow)
     _, lease = attempt_with(engine, repo, InsufficientSpace("not enough free space"), slow)
-    assert 3590 < delay_of(engine, lease) <= 3600
+    assert 3590 < seconds_until_run_after(engine, lease.job_id) <= 3600
     job = repo.get(lease.job_id)
     assert job.heartbeat_data is not None and job.heartbeat_data["phase"] == "waiting for disk"
 
@@ -105,7 +97,7 @@ def test_another_outcome_between_waits_starts_the_delay_afresh(
     attempt_with(engine, repo, unprobed())
     attempt_with(engine, repo, TransientError("Jellyfin answered 503"))
     _, lease = attempt_with(engine, repo, unprobed())
-    assert round(delay_of(engine, lease) / 60) == 1
+    assert round(seconds_until_run_after(engine, lease.job_id) / 60) == 1
 
 
 def test_a_job_that_waited_past_its_limit_fails_with_the_reason(

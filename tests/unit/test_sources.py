@@ -54,4 +54,5 @@ def test_a_non_file_item_fails_with_its_kind_and_says_nothing_was_downloaded() -
 
 
 def test_a_media_file_passes() -> None:
-    require_media_file("ab" * 16, "Film", Facts())
+    assert non_file_kind(Facts()) is None
+    require_media_file("ab" * 16, "Film", Facts())  # raises for anything but a media file
