@@ -36,7 +36,10 @@ from mirror.settings import Settings, load_settings
 
 app = typer.Typer(
     name="mirror",
-    help="Mirror Jellyfin library items to S3: one video file plus one audio file per track.",
+    help=(
+        "Mirror Jellyfin library items to S3: a video file, one audio file per track and "
+        "WebVTT subtitles, playable as HLS from the bucket."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -353,7 +356,7 @@ def serve(
         int, typer.Option(min=0, max=65535, help="TCP port; 0 picks a free one (logged).")
     ] = 8080,
 ) -> None:
-    """HTTP: GET /healthz, GET /metrics (Prometheus), POST /hooks/jellyfin (the webhook).
+    """HTTP: GET / (dashboard), /api/, /play/<item_id>, /healthz, /metrics, the webhook.
 
     Needs MIRROR_WEBHOOK_SECRET: Jellyfin's webhook plugin sends it in X-Mirror-Secret.
     """
