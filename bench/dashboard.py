@@ -94,7 +94,7 @@ def fill(engine: Engine, done: int) -> None:
                            gen_random_uuid(), now() - interval '5 min', now(),
                            jsonb_build_object('phase', 'download', 'bytes_done', n * 1000000,
                                'bytes_total', 400000000, 'percent', n / 2.0,
-                               'speed', '40.0 MB/s')
+                               'speed_bps', 40000000)
                     FROM generate_series(1, 200) AS n
                     RETURNING id, lease_token, worker_id, taken_at
                 )

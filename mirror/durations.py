@@ -1,6 +1,7 @@
-"""Human durations and sizes (`500ms`, `10s`, `30m`, `1h`, `64MiB`) for settings.
+"""Human durations, sizes and rates (`500ms`, `10s`, `30m`, `1h`, `64MiB`, `45.1 MB/s`).
 
-Pure parsing, so the settings module only declares fields and the rules between them.
+Pure parsing for settings (so the settings module only declares fields and the rules
+between them) and the formatting every view shares; numbers are stored as numbers.
 """
 
 from __future__ import annotations
@@ -80,3 +81,8 @@ def format_bytes(size: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     raise AssertionError("unreachable")
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """`45.1 MB/s` (decimal megabytes, as network speeds are usually quoted)."""
+    return f"{bytes_per_s / 1e6:.1f} MB/s"

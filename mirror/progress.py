@@ -31,7 +31,8 @@ class Progress:
     frames_total: int | None = None
     out_time_s: float | None = None
     duration_s: float | None = None
-    speed: str | None = None
+    speed_bps: int | None = None  # bytes per second (download, upload)
+    speed_factor: float | None = None  # media seconds per second (ffmpeg's `2.5x`)
 
     @property
     def percent(self) -> float | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,7 @@ from rich.text import Text
 
 from mirror.db.attempt_log import AttemptRecord
 from mirror.db.repository import JobRecord
-from mirror.durations import format_bytes, format_duration
+from mirror.durations import format_bytes, format_duration, format_rate
 
 STATUS_STYLES = {
     "new": "cyan",
@@ -52,36 +51,44 @@ def progress_summary(data: dict[str, Any] | None) -> tuple[str, str, str]:
     )
 
 
-_BYTE_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kMG]?)B/s\s*$")
-_RATE_UNITS = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
-_SPEED_FACTOR = re.compile(r"^\s*(\d+(?:\.\d+)?)x\s*$")
+def speed_text(data: dict[str, Any] | None) -> str:
+    """`45.1 MB/s` (download, upload) or `2.5x` (ffmpeg), blank where unknown.
+
+    Rows written before speeds were stored as numbers hold the text under `speed`.
+    """
+    data = data or {}
+    bytes_per_s = _number(data, "speed_bps")
+    if bytes_per_s is not None:
+        return format_rate(bytes_per_s)
+    factor = _number(data, "speed_factor")
+    if factor is not None:
+        return f"{factor:g}x"
+    legacy = data.get("speed")
+    return legacy if isinstance(legacy, str) else ""
 
 
 def phase_eta(data: dict[str, Any] | None, elapsed_s: float | None = None) -> float | None:
     """Seconds left in the current phase, None when it cannot be told.
 
-    From the phase's own rate where the heartbeat has one: bytes left at `speed`
-    (`45.1 MB/s`: download, upload), or media time left at ffmpeg's speed factor
-    (`2.5x`: transcode). Else from `percent` and `elapsed_s`, the time the phase has run.
+    From the phase's own rate where the heartbeat has one: bytes left at `speed_bps`
+    (download, upload), or media time left at ffmpeg's `speed_factor` (transcode). Else
+    from `percent` and `elapsed_s`, the time the phase has run.
     """
     if not data:
         return None
     percent = _number(data, "percent")
-    speed = str(data.get("speed") or "")
     done, total = _number(data, "bytes_done"), _number(data, "bytes_total")
-    rate = _BYTE_RATE.match(speed)
-    if rate and done is not None and total:
-        bytes_per_s = float(rate.group(1)) * _RATE_UNITS[rate.group(2)]
-        if bytes_per_s > 0:
-            return max(0.0, (total - done) / bytes_per_s)
-    factor = _SPEED_FACTOR.match(speed)
+    bytes_per_s = _number(data, "speed_bps")
+    if bytes_per_s and done is not None and total:
+        return max(0.0, (total - done) / bytes_per_s)
+    factor = _number(data, "speed_factor")
     duration = _number(data, "duration_s")
-    if factor and duration and float(factor.group(1)) > 0:
+    if factor and duration:
         if percent is not None:
             media_left = duration * (100.0 - percent) / 100.0
         else:
             media_left = duration - (_number(data, "out_time_s") or 0.0)
-        return max(0.0, media_left / float(factor.group(1)))
+        return max(0.0, media_left / factor)
     if percent is not None and 0 < percent <= 100 and elapsed_s is not None and elapsed_s > 0:
         return elapsed_s * (100.0 - percent) / percent
     return None
@@ -120,7 +127,7 @@ def jobs_table(
     table.add_column("error", overflow="fold", max_width=60)
     for record in records:
         phase, percent, counts = progress_summary(record.heartbeat_data)
-        speed = str((record.heartbeat_data or {}).get("speed", ""))
+        speed = speed_text(record.heartbeat_data)
         cells: list[str | Text] = [
             str(record.id)[:8],
             record.item_id,

@@ -51,11 +51,6 @@ def sidecar_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".last-modified")
 
 
-def format_speed(bytes_per_s: float) -> str:
-    """`45.1 MB/s` (decimal megabytes, like network speeds are usually quoted)."""
-    return f"{bytes_per_s / 1e6:.1f} MB/s"
-
-
 class _Interrupter:
     """Lets the abort signal break a blocked socket read in the job's thread at once.
 
@@ -242,7 +237,7 @@ class ResumableDownload:
         chunks: Iterable[bytes | memoryview] = direct.chunks() if direct else response.iter_raw()
         done = start
         began = time.monotonic()
-        speed: str | None = None
+        speed: int | None = None
         next_speed_at = began + _SPEED_EVERY_S
         next_report_at = began + REPORT_EVERY_S
         reported = start
@@ -261,7 +256,7 @@ class ResumableDownload:
                         continue
                     next_report_at = now + REPORT_EVERY_S
                     if now >= next_speed_at:
-                        speed = format_speed(self._received / (now - began))
+                        speed = round(self._received / (now - began))
                         next_speed_at = now + _SPEED_EVERY_S
                     self._report(done, total, speed)
                     reported = done
@@ -273,7 +268,7 @@ class ResumableDownload:
         finally:
             if done != reported:  # the last bytes (or those before a failure) are counted
                 elapsed = time.monotonic() - began
-                speed = format_speed(self._received / elapsed) if elapsed > 0 else speed
+                speed = round(self._received / elapsed) if elapsed > 0 else speed
                 if failed:  # on the way out of a failure a report must not mask it
                     with contextlib.suppress(Exception):
                         self._report(done, total, speed)
@@ -330,8 +325,10 @@ class ResumableDownload:
         else:
             self._sidecar.unlink(missing_ok=True)  # no validator: never resume these bytes
 
-    def _report(self, done: int, total: int | None, speed: str | None) -> None:
-        self._on_progress(Progress("download", bytes_done=done, bytes_total=total, speed=speed))
+    def _report(self, done: int, total: int | None, speed_bps: int | None) -> None:
+        self._on_progress(
+            Progress("download", bytes_done=done, bytes_total=total, speed_bps=speed_bps)
+        )
 
     def _interrupted_message(self, exc: Exception) -> str:
         kind = type(exc).__name__

@@ -70,8 +70,8 @@ class UploadRun:
 
     def snapshot(self, done: int) -> Progress:
         elapsed = time.monotonic() - self._started
-        speed = f"{done / elapsed / 1e6:.1f} MB/s" if elapsed > 0 and done > 0 else None
-        return Progress(phase="upload", bytes_done=done, bytes_total=self.total, speed=speed)
+        speed = round(done / elapsed) if elapsed > 0 and done > 0 else None
+        return Progress(phase="upload", bytes_done=done, bytes_total=self.total, speed_bps=speed)
 
     def add_future(self, future: TransferFuture) -> None:
         with self._lock:

@@ -8,6 +8,8 @@ video), so the video's share of the work is measured with `frame=`.
 
 from __future__ import annotations
 
+import math
+
 from mirror.progress import Progress
 
 
@@ -23,7 +25,7 @@ class FfmpegProgressParser:
         self._duration_s = duration_s
         self._frames_done: int | None = None
         self._out_time_s: float | None = None
-        self._speed: str | None = None
+        self._speed_factor: float | None = None
         self._block: dict[str, str] = {}
         self.finished = False
 
@@ -49,7 +51,7 @@ class FfmpegProgressParser:
             frames_total=self._frames_total,
             out_time_s=self._out_time_s,
             duration_s=self._duration_s,
-            speed=self._speed,
+            speed_factor=self._speed_factor,
         )
 
     def _absorb(self, block: dict[str, str]) -> None:
@@ -59,9 +61,9 @@ class FfmpegProgressParser:
         out_time = parse_out_time(block)
         if out_time is not None:
             self._out_time_s = out_time
-        speed = block.get("speed")
-        if speed and speed != "N/A":
-            self._speed = speed
+        factor = parse_speed_factor(block.get("speed"))
+        if factor is not None:
+            self._speed_factor = factor
 
 
 def parse_out_time(block: dict[str, str]) -> float | None:
@@ -86,6 +88,17 @@ def parse_clock(value: str | None) -> float | None:
     except ValueError:
         return None
     return hours * 3600 + minutes * 60 + seconds
+
+
+def parse_speed_factor(value: str | None) -> float | None:
+    """ffmpeg's `speed=27.9x` (or `1.02e+03x`) as 27.9; None for `N/A` or anything else."""
+    if not value or not value.endswith("x"):
+        return None
+    try:
+        factor = float(value[:-1])
+    except ValueError:
+        return None
+    return factor if math.isfinite(factor) and factor >= 0 else None
 
 
 def parse_int(value: str | None) -> int | None:

@@ -19,7 +19,7 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.cli.views import phase_eta
+from mirror.cli.views import phase_eta, speed_text
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
 from mirror.db.records import JobNotFound, JobRecord, JobStateError
@@ -74,7 +74,7 @@ def job_json(record: JobRecord, now: datetime) -> dict[str, Any]:
         "name": item_name(record),
         "phase": data.get("phase"),
         "percent": data.get("percent"),
-        "speed": data.get("speed"),
+        "speed": speed_text(data) or None,
         "eta_s": None if eta is None or not running else round(eta, 1),
         "heartbeat_age_s": None if age is None else round(max(0.0, age), 1),
     }

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
+from mirror.cli.views import speed_text
 from mirror.db.repository import Fence, JobNotFound, JobRepository, JobStateError
 from tests.fixtures.postgres import seconds_until_run_after
 
@@ -284,7 +285,7 @@ def test_job_status_view_shows_progress_for_people(engine: Engine, repo: JobRepo
         lease.job_id,
         lease.token,
         {"phase": "transcode", "frames_done": 50, "frames_total": 200, "percent": 25.0,
-         "speed": "3.1x"},
+         "speed_factor": 3.1},
     )  # fmt: skip
     with engine.connect() as conn:
         row = conn.execute(text("SELECT * FROM media_mirror.job_status")).one()
@@ -296,6 +297,29 @@ def test_job_status_view_shows_progress_for_people(engine: Engine, repo: JobRepo
     )
     assert (row.frames_done, row.frames_total, row.speed, row.attempts) == (50, 200, "3.1x", 1)
     assert row.heartbeat_age.total_seconds() < 60
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [
+        ({"phase": "download", "speed_bps": 45_123_456}, "45.1 MB/s"),
+        ({"phase": "upload", "speed_bps": 0}, "0.0 MB/s"),
+        ({"phase": "transcode", "speed_factor": 1020.0}, "1020x"),
+        ({"phase": "download", "speed": "12.5 MB/s"}, "12.5 MB/s"),  # a row from before 0007
+        ({"phase": "download"}, None),
+    ],
+)
+def test_job_status_view_formats_speeds_as_the_cli_does(
+    engine: Engine, repo: JobRepository, data: dict[str, object], shown: str | None
+) -> None:
+    repo.enqueue([ITEM])
+    lease = repo.claim_next("w")
+    assert lease is not None
+    repo.heartbeat(lease.job_id, lease.token, data)
+    with engine.connect() as conn:
+        speed = conn.execute(text("SELECT speed FROM media_mirror.job_status")).scalar_one()
+    assert speed == shown
+    assert speed_text(data) == (shown or "")
 
 
 def test_attempt_history_follows_claims_rescues_and_ends(

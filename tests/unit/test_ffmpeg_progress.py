@@ -4,7 +4,7 @@ import pytest
 
 from mirror.progress import Progress
 from mirror.transcode import FfmpegProgressParser
-from mirror.transcode.progress_lines import parse_clock
+from mirror.transcode.progress_lines import parse_clock, parse_speed_factor
 
 # Shaped like ffmpeg's `-progress` output for a video + audio run (ffmpeg 7-9).
 FIRST_BLOCK = """\
@@ -67,7 +67,7 @@ def test_one_progress_per_block_at_its_end() -> None:
         frames_total=100,
         out_time_s=3.136,
         duration_s=4.0,
-        speed="27.9x",
+        speed_factor=27.9,
     )
     assert not parser.finished
 
@@ -89,7 +89,7 @@ def test_na_values_are_unknown_at_the_start() -> None:
 
     assert progress.frames_done == 0
     assert progress.out_time_s is None
-    assert progress.speed is None
+    assert progress.speed_factor is None
     assert progress.percent is None
 
 
@@ -101,7 +101,7 @@ def test_na_after_a_known_value_keeps_the_last_known_value() -> None:
         parser, "frame=N/A\nout_time_us=N/A\nout_time=N/A\nspeed=N/A\nprogress=continue\n"
     )
 
-    assert (progress.frames_done, progress.out_time_s, progress.speed) == (67, 3.136, "27.9x")
+    assert (progress.frames_done, progress.out_time_s, progress.speed_factor) == (67, 3.136, 27.9)
 
 
 def test_end_block_makes_the_frame_count_exact() -> None:
@@ -138,7 +138,16 @@ def test_speed_is_trimmed_and_other_noise_ignored() -> None:
 
     (progress,) = feed(parser, "\n  \nnot a key value line\nspeed=   1x\r\nprogress=continue\r\n")
 
-    assert progress.speed == "1x"
+    assert progress.speed_factor == 1.0
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("27.9x", 27.9), ("1.02e+03x", 1020.0), ("0x", 0.0), ("N/A", None), ("fast", None),
+     ("-1x", None), ("nanx", None), ("", None)],
+)  # fmt: skip
+def test_speed_factor_is_a_number(value: str, expected: float | None) -> None:
+    assert parse_speed_factor(value) == expected
 
 
 @pytest.mark.parametrize("value", ["", "N/A", "1:2", "aa:bb:cc", "-00:00:01.0"])

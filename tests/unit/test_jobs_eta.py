@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mirror.cli.views import job_eta, jobs_table, phase_eta
+from mirror.cli.views import job_eta, jobs_table, phase_eta, speed_text
 from mirror.db.repository import JobRecord
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -16,20 +16,36 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 def test_download_eta_is_bytes_left_at_the_reported_speed() -> None:
     data = {"phase": "download", "bytes_done": 2_000_000_000, "bytes_total": 7_000_000_000}
-    assert phase_eta({**data, "speed": "50.0 MB/s"}) == pytest.approx(100.0)
-    assert phase_eta({**data, "speed": "500 kB/s"}) == pytest.approx(10_000.0)
+    assert phase_eta({**data, "speed_bps": 50_000_000}) == pytest.approx(100.0)
+    assert phase_eta({**data, "speed_bps": 500_000}) == pytest.approx(10_000.0)
 
 
 def test_transcode_eta_is_media_time_left_at_ffmpeg_speed() -> None:
-    data = {"phase": "transcode", "duration_s": 3000.0, "percent": 40.0, "speed": "2.5x"}
+    data = {"phase": "transcode", "duration_s": 3000.0, "percent": 40.0, "speed_factor": 2.5}
     assert phase_eta(data) == pytest.approx(1800 / 2.5)
     without_percent = {"phase": "transcode", "duration_s": 100.0, "out_time_s": 60.0}
-    assert phase_eta({**without_percent, "speed": " 4x"}) == pytest.approx(10.0)
+    assert phase_eta({**without_percent, "speed_factor": 4}) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    ("data", "shown"),
+    [
+        ({"speed_bps": 45_123_456}, "45.1 MB/s"),
+        ({"speed_factor": 27.9}, "27.9x"),
+        ({"speed_factor": 1.0}, "1x"),
+        ({"speed": "45.1 MB/s"}, "45.1 MB/s"),  # rows written before speeds were numbers
+        ({"speed": "2.5x"}, "2.5x"),
+        ({}, ""),
+        (None, ""),
+    ],
+)
+def test_speed_is_formatted_from_the_stored_number(data: dict[str, Any] | None, shown: str) -> None:
+    assert speed_text(data) == shown
 
 
 def test_percent_and_elapsed_time_are_the_fallback() -> None:
     assert phase_eta({"percent": 25.0}, elapsed_s=60.0) == pytest.approx(180.0)
-    assert phase_eta({"percent": 25.0, "speed": "0.0 MB/s", "bytes_done": 5}, 60.0) == 180.0
+    assert phase_eta({"percent": 25.0, "speed_bps": 0, "bytes_done": 5}, 60.0) == 180.0
 
 
 @pytest.mark.parametrize(
@@ -39,7 +55,8 @@ def test_percent_and_elapsed_time_are_the_fallback() -> None:
         {},
         {"phase": "download", "bytes_done": 10},  # no total, no speed
         {"phase": "transcode", "percent": 0.0},  # nothing done yet: no rate to go by
-        {"phase": "transcode", "speed": "N/A", "duration_s": 10.0},
+        {"phase": "transcode", "speed_factor": None, "duration_s": 10.0},
+        {"phase": "download", "speed": "45.1 MB/s", "bytes_done": 1, "bytes_total": 9},  # old row
         {"phase": "upload", "percent": True},  # not a number
     ],
 )
