@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine
 
 from mirror.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.db import migrations
 from mirror.db.attempt_log import AttemptLog
+from mirror.db.dashboard import DashboardQueries
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.listen import JobListener
+from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository, Lease
+from mirror.db.stats import QueueStats
 from mirror.jellyfin import JellyfinClient
 from mirror.jellyfin.body import fast_path_problem
 from mirror.logs import get_logger
@@ -78,8 +83,57 @@ def database_engine(
     return engine
 
 
-def job_repository(settings: Settings) -> JobRepository:
-    return JobRepository(database_engine(settings))
+@dataclass(frozen=True, slots=True)
+class Database:
+    """Every Postgres adapter, sharing one engine (one pool): built here, used by the edges."""
+
+    engine: Engine
+    jobs: JobRepository
+    attempts: AttemptLog
+    mirrored: MirroredItems
+    stats: QueueStats
+    dashboard: DashboardQueries
+
+    def dispose(self) -> None:
+        """Close the pool's connections (a long-lived process that is done with them)."""
+        self.engine.dispose()
+
+
+def database_on(engine: Engine) -> Database:
+    """The adapters over an engine built elsewhere in this module."""
+    return Database(
+        engine=engine,
+        jobs=JobRepository(engine),
+        attempts=AttemptLog(engine),
+        mirrored=MirroredItems(engine),
+        stats=QueueStats(engine),
+        dashboard=DashboardQueries(engine),
+    )
+
+
+def database(settings: Settings, *, check: bool = True) -> Database:
+    """The adapters over MIRROR_DATABASE_URL; `check` as in `database_engine`."""
+    return database_on(database_engine(settings, check=check))
+
+
+def upgrade_schema(settings: Settings) -> None:
+    """`mirror db upgrade`: bring MIRROR_DATABASE_URL's schema to the latest migration."""
+    engine = database_engine(settings, check=False)
+    try:
+        migrations.upgrade(engine)
+    finally:
+        engine.dispose()
+
+
+def demo_database(database_url: str) -> Database:
+    """The demo's: a small pool on the URL it chose, the schema migrated first."""
+    engine = make_engine(database_url, pool_size=2)
+    try:
+        migrations.upgrade(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return database_on(engine)
 
 
 def worker_name(slot: int | None = None) -> str:

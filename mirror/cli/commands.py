@@ -23,7 +23,6 @@ from mirror import wiring
 from mirror.cli import converge
 from mirror.cli.boundary import fail, fail_unexpectedly
 from mirror.cli.views import job_details, jobs_table
-from mirror.db.attempt_log import AttemptLog
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
 from mirror.errors import ConfigError, MirrorError
@@ -95,8 +94,8 @@ def settings() -> Settings:
     return state.settings
 
 
-def repository() -> JobRepository:
-    return wiring.job_repository(settings())
+def database() -> wiring.Database:
+    return wiring.database(settings())
 
 
 def _job_id(raw: str) -> uuid.UUID:
@@ -109,13 +108,7 @@ def _job_id(raw: str) -> uuid.UUID:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Create or update the job table (schema media_mirror) to the latest migration."""
-    from mirror.db import migrations
-
-    engine = wiring.database_engine(settings(), check=False)
-    try:
-        migrations.upgrade(engine)
-    finally:
-        engine.dispose()
+    wiring.upgrade_schema(settings())
     typer.echo("database schema is up to date")
 
 
@@ -206,7 +199,7 @@ def _enqueue_items(item_ids: list[str], priority: int) -> None:
             normalize_item_id(raw)
         except ValueError as error:
             raise UsageProblem(str(error)) from None
-    repo = repository()
+    repo = database().jobs
     for result in repo.enqueue(item_ids, priority=priority, max_attempts=settings().max_attempts):
         verdict = "new" if result.created else f"already queued ({result.job.status})"
         typer.echo(f"{result.job.id}  {result.job.item_id}  {verdict}")
@@ -219,7 +212,7 @@ def _sweep(library: str | None, parent_id: str | None, types: list[str], priorit
         except ValueError as error:
             raise UsageProblem(str(error)) from None
     config = settings()
-    repo = repository()
+    repo = database().jobs
     with wiring.jellyfin_client(config) as client:
         if library is not None:
             found = client.find_library(library)
@@ -268,7 +261,7 @@ def jobs(
             raise UsageProblem("--watch draws a live table; it does not combine with --json")
         _watch_jobs(status, limit)
         return
-    records = repository().list(status=status, limit=limit)
+    records = database().jobs.list(status=status, limit=limit)
     if as_json:
         _print_json([record.to_json() for record in records])
     else:
@@ -281,9 +274,9 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Everything about one job and its attempts (for an item id: its newest job)."""
-    repo = repository()
-    record = _find(repo, job_or_item)
-    attempts = AttemptLog(repo.engine).attempts_of(record.id)
+    db = database()
+    record = _find(db.jobs, job_or_item)
+    attempts = db.attempts.attempts_of(record.id)
     if as_json:
         _print_json({**record.to_json(), "attempt_history": [a.to_json() for a in attempts]})
     else:
@@ -293,21 +286,21 @@ def show(
 @app.command()
 def cancel(job_id: Annotated[str, typer.Argument(metavar="JOB_ID")]) -> None:
     """Cancel a queued or running job; a running worker stops at its next heartbeat."""
-    record = repository().cancel(_job_id(job_id))
+    record = database().jobs.cancel(_job_id(job_id))
     typer.echo(f"{record.id}  cancelled")
 
 
 @app.command()
 def retry(job_id: Annotated[str, typer.Argument(metavar="JOB_ID")]) -> None:
     """Queue a failed or cancelled job again, with a fresh attempt budget."""
-    record = repository().retry(_job_id(job_id))
+    record = database().jobs.retry(_job_id(job_id))
     typer.echo(f"{record.id}  queued again")
 
 
 @app.command()
 def reap() -> None:
     """Return jobs of dead workers (no heartbeat for MIRROR_STALE_TIMEOUT) to the queue once."""
-    rescued = repository().return_stale_to_new(settings().stale_timeout)
+    rescued = database().jobs.return_stale_to_new(settings().stale_timeout)
     for job in rescued:
         typer.echo(f"{job.job_id}  {job.item_id}  -> {job.status} (was {job.previous_worker})")
     typer.echo(f"{len(rescued)} stale job(s) handled")
@@ -321,7 +314,7 @@ def _watch_jobs(status: str | None, limit: int) -> None:
     from rich.live import Live
     from rich.table import Table
 
-    repo = repository()
+    repo = database().jobs
     records: list[JobRecord] = []
 
     def frame() -> Table:
@@ -392,9 +385,7 @@ def _print_json(data: Any) -> None:
 converge.register(
     app,
     db_app,
-    converge.Context(
-        settings=settings, repository=repository, usage_error=UsageProblem, stdout=stdout
-    ),
+    converge.Context(settings=settings, database=database, usage_error=UsageProblem, stdout=stdout),
 )
 
 

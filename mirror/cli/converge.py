@@ -47,7 +47,7 @@ class Context:
     """What mirror.cli.commands lends these commands."""
 
     settings: Callable[[], Settings]
-    repository: Callable[[], JobRepository]
+    database: Callable[[], wiring.Database]
     usage_error: Callable[[str], Exception]
     stdout: Console
 
@@ -84,8 +84,8 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         if not types:
             raise ctx.usage_error("--type needs at least one item type, e.g. Movie,Episode")
         config = ctx.settings()
-        repo = ctx.repository()
-        jobs = _SyncJobs(MirroredItems(repo.engine), repo, config.max_attempts)
+        db = ctx.database()
+        jobs = _SyncJobs(db.mirrored, db.jobs, config.max_attempts)
         bucket = wiring.bucket(config) if delete and not dry_run else None
 
         def delete_item(item_id: str) -> int:
@@ -135,9 +135,9 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
             raise ctx.usage_error("give ITEM_IDs or --all (exactly one)")
         ids = [_item_id(ctx, raw) for raw in item_ids or []]
         config = ctx.settings()
-        repo = ctx.repository()
+        db = ctx.database()
         bucket = wiring.bucket(config, threads=VERIFY_THREADS)
-        mirrored = MirroredItems(repo.engine)
+        mirrored = db.mirrored
         prefix = config.s3_prefix
         # Everything: one listing of the whole prefix beats a listing per item.
         sizes = bucket.sizes(_root(prefix)) if all_items else None
@@ -154,7 +154,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
             )
         unknown = sorted(set(ids) - report.items.keys())
         if requeue and report.bad_items():
-            created = repo.enqueue(report.bad_items(), max_attempts=config.max_attempts)
+            created = db.jobs.enqueue(report.bad_items(), max_attempts=config.max_attempts)
             report.requeued = [result.job.item_id for result in created]
         if as_json:
             _print_json({**report.to_json(), "not_mirrored": unknown})
@@ -178,9 +178,9 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
     ) -> None:
         """Rebuild done job rows from the manifests in the bucket (after losing Postgres)."""
         config = ctx.settings()
-        repo = ctx.repository()
+        db = ctx.database()
         bucket = wiring.bucket(config, threads=VERIFY_THREADS)
-        mirrored = MirroredItems(repo.engine)
+        mirrored = db.mirrored
         root = _root(config.s3_prefix if prefix is None else prefix)
         keys = [k for k, _ in bucket.iter_objects(root) if _is_manifest_key(k, root)]
         restored = skipped = 0

@@ -32,9 +32,6 @@ from rich.text import Text
 
 from mirror import wiring
 from mirror.cli.views import job_details, jobs_table
-from mirror.db import migrations
-from mirror.db.attempt_log import AttemptLog
-from mirror.db.engine import make_engine
 from mirror.db.repository import JobRecord, JobRepository
 from mirror.demo.media import SampleKind, generate_sample
 from mirror.demo.services import (
@@ -99,10 +96,9 @@ def run_demo(
                 pgdata = pgdata_dir(root, stack)
                 database_url = stack.enter_context(embedded_postgres(pgdata))
                 database = f"embedded (pgserver) in {pgdata}, removed at the end"
-            engine = make_engine(database_url, pool_size=2)
-            stack.callback(engine.dispose)
-            migrations.upgrade(engine)
-            repo = JobRepository(engine)
+            db = wiring.demo_database(database_url)
+            stack.callback(db.dispose)
+            repo = db.jobs
             if base.database_url:
                 _refuse_busy_queue(repo)
             say(f"{database}; schema media_mirror migrated")
@@ -170,9 +166,8 @@ def run_demo(
         jobs = _watch(console, repo, job_ids, runner, timeout_s)
         runner.stop(worker.request_stop, abort=False)  # nothing runs: every job finished
 
-        history = AttemptLog(engine)
         for job in jobs:
-            console.print(job_details(job, history.attempts_of(job.id)))
+            console.print(job_details(job, db.attempts.attempts_of(job.id)))
             console.print()
         objects = _list_objects(s3)
         console.print(_objects_table(objects))

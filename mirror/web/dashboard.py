@@ -1,10 +1,10 @@
-"""Wiring of the dashboard into `mirror serve`: its routes and its parts from settings."""
+"""The dashboard in `mirror serve`: its routes, and its API from settings and the adapters
+mirror.wiring built."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
 from werkzeug.routing import Rule
 
 from mirror.db.attempt_log import AttemptLog
@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 __all__ = ["DashboardApi", "dashboard_api", "dashboard_rules"]
 
 
-def dashboard_api(settings: Settings, engine: Engine, jobs: JobRepository) -> DashboardApi:
+def dashboard_api(
+    settings: Settings, jobs: JobRepository, queries: DashboardQueries, attempts: AttemptLog
+) -> DashboardApi:
     """The API with the login MIRROR_UI_PASSWORD asks for (none: read-only)."""
     password = settings.ui_password.get_secret_value() if settings.ui_password else None
     return DashboardApi(
         jobs,
-        DashboardQueries(engine),
-        AttemptLog(engine),
+        queries,
+        attempts,
         UiAuth(password=password),
         stale_timeout_s=settings.stale_timeout,
         max_attempts=settings.max_attempts,

@@ -340,27 +340,26 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     from mirror import wiring
 
     policy = webhook_policy(settings)
-    engine = wiring.database_engine(settings, check=False)  # /healthz reports it
-    stats = QueueStats(engine)
+    db = wiring.database(settings, check=False)  # /healthz reports it
     remover = None
     if policy.delete_removed:
         bucket = wiring.bucket(settings, threads=threads)
-        remover = item_remover(bucket, MirroredItems(engine), settings.s3_prefix)
-    jobs = JobRepository(engine)
+        remover = item_remover(bucket, db.mirrored, settings.s3_prefix)
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
-        player = Player(jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
-    web = MirrorWeb(jobs, stats, policy, remover, dashboard_api(settings, engine, jobs), player)
+        player = Player(db.jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
+    dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts)
+    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
             web, host=host, port=port, threads=threads, max_request_body_size=4 * MAX_BODY_BYTES
         )
     except OSError as error:  # port taken, unknown host name, no permission
-        engine.dispose()
+        db.dispose()
         raise MirrorError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    problem = stats.database_problem()
+    problem = db.stats.database_problem()
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
     for url in _listening(server):
@@ -378,7 +377,7 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
         server.run()  # returns after SIGINT or SIGTERM, its threads shut down
     finally:
         server.close()
-        engine.dispose()
+        db.dispose()
     log.info("stopped")
 
 
