@@ -392,11 +392,11 @@ def cached_sample(folder: str, name: str, ffmpeg: str, duration_s: int, *, noise
 def offline_heartbeat() -> Any:
     """A real Heartbeat on an in-memory store: our callback cost, without a database."""
     from mirror.heartbeat import Heartbeat
-    from mirror.testing.fakes import InMemoryBeatStore
+    from mirror.testing.fakes import InMemoryBeatQueue
 
     job_id, token = uuid.uuid4(), uuid.uuid4()
     return Heartbeat(
-        InMemoryBeatStore(job_id, token),
+        InMemoryBeatQueue(job_id, token),
         job_id,
         token,
         interval=1.0,

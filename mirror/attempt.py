@@ -47,8 +47,8 @@ class AttemptHistory(Protocol):
     ) -> bool: ...
 
 
-class AttemptStore(Protocol):
-    """The fenced statements an attempt needs; JobRepository satisfies it."""
+class AttemptQueue(Protocol):
+    """The fenced queue statements an attempt needs (Postgres: JobRepository satisfies it)."""
 
     def mark_done(
         self,
@@ -115,7 +115,7 @@ def run_attempt(
     lease: Lease,
     abort: AbortSignal,
     *,
-    store: AttemptStore,
+    queue: AttemptQueue,
     pipeline: Pipeline,
     policy: AttemptPolicy,
     log: ContextAdapter,
@@ -124,7 +124,7 @@ def run_attempt(
     """Run the pipeline under a heartbeat and record how the attempt ended: the one
     writer of every end state (done, failed, retry, released, waiting)."""
     heartbeat = Heartbeat(
-        store,
+        queue,
         lease.job_id,
         lease.token,
         interval=policy.heartbeat_interval,
@@ -141,7 +141,7 @@ def run_attempt(
             # Every output is in S3: a Postgres blip must not cost the attempt, so the
             # fenced statement is retried for as long as the lease holds.
             fence = durably(
-                lambda: store.mark_done(
+                lambda: queue.mark_done(
                     lease.job_id,
                     lease.token,
                     **_columns(mirrored),
@@ -156,7 +156,7 @@ def run_attempt(
         error = abort.reason or raised
         latest = heartbeat.latest()
         phase_log = log.bind(phase=latest.phase if latest else "metadata")
-        outcome = _record_fate(lease, error, store, policy, phase_log)
+        outcome = _record_fate(lease, error, queue, policy, phase_log)
     if history is not None:
         message = None if error is None else error_text(error)
         try:
@@ -192,7 +192,7 @@ def error_text(error: BaseException) -> str:
 def _record_fate(
     lease: Lease,
     error: BaseException,
-    store: AttemptStore,
+    queue: AttemptQueue,
     policy: AttemptPolicy,
     log: ContextAdapter,
 ) -> Outcome:
@@ -205,32 +205,32 @@ def _record_fate(
         log.warning("stopped, touching nothing: %s", message)
         return Outcome.LEASE_LOST
     if isinstance(error, ShutdownRequested):
-        fence = durably(lambda: store.release(job_id, token))
+        fence = durably(lambda: queue.release(job_id, token))
         log.info("released to the queue for shutdown (%s)", fence.value)
         return _fenced(fence, Outcome.RELEASED, log)
     if isinstance(error, NotReady):
-        return _wait_until_ready(lease, error, store, policy, log)
+        return _wait_until_ready(lease, error, queue, policy, log)
     if isinstance(error, PermanentError):
         log.error("failed: %s", message)
-        fence = durably(lambda: store.mark_failed(job_id, token, message))
+        fence = durably(lambda: queue.mark_failed(job_id, token, message))
         return _fenced(fence, Outcome.FAILED, log)
     if not isinstance(error, TransientError | Stalled):
         log.error("unexpected error", exc_info=error)
         message = f"unexpected error: {type(error).__name__}: {message}"
     fence, status = durably(
-        lambda: store.fail_or_retry(job_id, token, message, backoff_s=policy.retry_backoff)
+        lambda: queue.fail_or_retry(job_id, token, message, backoff_s=policy.retry_backoff)
     )
     log.warning("attempt failed (%s), job is now %s: %s", fence.value, status, message)
     return _fenced(fence, Outcome.FAILED if status == "failed" else Outcome.RETRY, log)
 
 
 def _wait_until_ready(
-    lease: Lease, error: NotReady, store: AttemptStore, policy: AttemptPolicy, log: ContextAdapter
+    lease: Lease, error: NotReady, queue: AttemptQueue, policy: AttemptPolicy, log: ContextAdapter
 ) -> Outcome:
     """Not ready yet: back to the queue with a growing delay, or failed once waited too long."""
     message = str(error)
     fence, status = durably(
-        lambda: store.release_until_ready(
+        lambda: queue.release_until_ready(
             lease.job_id,
             lease.token,
             note=message,

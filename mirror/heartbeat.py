@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
 
-class BeatStore(Protocol):
-    """The one statement the heartbeat needs; JobRepository satisfies it."""
+class BeatQueue(Protocol):
+    """The one queue statement the heartbeat needs (Postgres: JobRepository satisfies it)."""
 
     def heartbeat(
         self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
@@ -46,7 +46,7 @@ class Heartbeat:
 
     def __init__(
         self,
-        store: BeatStore,
+        queue: BeatQueue,
         job_id: uuid.UUID,
         token: uuid.UUID,
         *,
@@ -58,7 +58,7 @@ class Heartbeat:
         attempt: int | None = None,
         log: logging.LoggerAdapter[logging.Logger] | None = None,
     ) -> None:
-        self.store = store
+        self.queue = queue
         self.job_id = job_id
         self.token = token
         self.interval = interval
@@ -227,7 +227,7 @@ class Heartbeat:
         self._last_attempted_write = now
         progress = self._latest if self._latest != self._written else None
         try:
-            fence = self.store.heartbeat(self.job_id, self.token, self._as_json(progress))
+            fence = self.queue.heartbeat(self.job_id, self.token, self._as_json(progress))
         except DATABASE_OUTAGE as error:
             # Postgres restarting, a connection killed, no pooled connection free: keep
             # working and try again next interval; the lease timeout stops us if it lasts.

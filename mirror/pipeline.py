@@ -56,7 +56,7 @@ class MediaServer(Protocol):
 
 
 class ObjectStore(Protocol):
-    """What the pipeline needs from S3 (S3Storage)."""
+    """What the pipeline needs from the object store, S3 (S3Storage)."""
 
     def check_bucket(self) -> None: ...
 

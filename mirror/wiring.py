@@ -219,7 +219,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
     def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
         log = job_log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts)
         outcome = run_attempt(
-            lease, abort, store=repo, pipeline=pipeline, policy=policy, log=log, history=history
+            lease, abort, queue=repo, pipeline=pipeline, policy=policy, log=log, history=history
         )
         log.info("attempt ended: %s", outcome.value)
         return outcome

@@ -13,8 +13,8 @@ from typing import Any
 from mirror.jobs import Fence
 
 
-class InMemoryBeatStore:
-    """A `BeatStore` holding one job's fencing state in memory.
+class InMemoryBeatQueue:
+    """A `BeatQueue` holding one job's fencing state in memory.
 
     `fail_with` makes writes raise (e.g. DatabaseUnavailable) to simulate Postgres being away.
     """

@@ -41,7 +41,7 @@ def attempt_with(
     outcome = run_attempt(
         lease,
         abort or AbortSignal(),
-        store=repo,
+        queue=repo,
         pipeline=pipeline,
         policy=POLICY,
         log=get_logger("test", job=lease.job_id),
@@ -112,7 +112,7 @@ def test_cancelled_job_stays_cancelled(repo: JobRepository) -> None:
         return Mirrored(video_key="v", audio_keys=[])
 
     outcome = run_attempt(
-        lease, AbortSignal(), store=repo, pipeline=pipeline, policy=POLICY, log=get_logger("t")
+        lease, AbortSignal(), queue=repo, pipeline=pipeline, policy=POLICY, log=get_logger("t")
     )
     assert outcome is Outcome.CANCELLED
     assert repo.get(lease.job_id).status == "cancelled"
@@ -148,7 +148,7 @@ def test_run_attempt_records_done_with_what_the_pipeline_returned(repo: JobRepos
     outcome = run_attempt(
         lease,
         AbortSignal(),
-        store=repo,
+        queue=repo,
         pipeline=_returning(mirrored),
         policy=POLICY,
         log=get_logger("t"),
@@ -171,7 +171,7 @@ def test_a_cancel_during_the_upload_wins_over_done(repo: JobRepository) -> None:
         Mirrored(video_key="v", audio_keys=[]), lambda held: repo.cancel(held.job_id)
     )
     outcome = run_attempt(
-        lease, AbortSignal(), store=repo, pipeline=pipeline, policy=POLICY, log=get_logger("t")
+        lease, AbortSignal(), queue=repo, pipeline=pipeline, policy=POLICY, log=get_logger("t")
     )
     assert outcome is Outcome.CANCELLED
     assert repo.get(lease.job_id).status == "cancelled"

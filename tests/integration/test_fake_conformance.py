@@ -14,14 +14,14 @@ import pytest
 
 from mirror.db.repository import JobRepository
 from mirror.jobs import Fence
-from mirror.testing.fakes import InMemoryBeatStore
+from mirror.testing.fakes import InMemoryBeatQueue
 
 ITEM = "c0ffee00c0ffee00c0ffee00c0ffee00"
 
 
 @dataclass
 class BeatSubject:
-    """What the heartbeat scenario drives: the store, its job, and the two interventions."""
+    """What the heartbeat scenario drives: the queue, its job, and the two interventions."""
 
     beat: Callable[[uuid.UUID, uuid.UUID], Fence]
     job_id: uuid.UUID
@@ -30,7 +30,7 @@ class BeatSubject:
     take_over: Callable[[], object]
 
 
-def real_store(repo: JobRepository) -> BeatSubject:
+def real_queue(repo: JobRepository) -> BeatSubject:
     repo.enqueue([ITEM])
     lease = repo.claim_next("w")
     assert lease is not None
@@ -48,9 +48,9 @@ def real_store(repo: JobRepository) -> BeatSubject:
     )
 
 
-def fake_store(repo: JobRepository) -> BeatSubject:
+def fake_queue(repo: JobRepository) -> BeatSubject:
     job_id, token = uuid.uuid4(), uuid.uuid4()
-    fake = InMemoryBeatStore(job_id, token)
+    fake = InMemoryBeatQueue(job_id, token)
     return BeatSubject(
         beat=lambda job, tok: fake.heartbeat(job, tok, {"phase": "download"}),
         job_id=job_id,
@@ -60,7 +60,7 @@ def fake_store(repo: JobRepository) -> BeatSubject:
     )
 
 
-@pytest.mark.parametrize("make", [real_store, fake_store], ids=["JobRepository", "fake"])
+@pytest.mark.parametrize("make", [real_queue, fake_queue], ids=["JobRepository", "fake"])
 def test_heartbeat_fences_the_same_way(
     make: Callable[[JobRepository], BeatSubject], repo: JobRepository
 ) -> None:
@@ -71,7 +71,7 @@ def test_heartbeat_fences_the_same_way(
     assert subject.beat(subject.job_id, subject.token) is Fence.CANCELLED
 
 
-@pytest.mark.parametrize("make", [real_store, fake_store], ids=["JobRepository", "fake"])
+@pytest.mark.parametrize("make", [real_queue, fake_queue], ids=["JobRepository", "fake"])
 def test_a_taken_over_job_answers_lease_lost(
     make: Callable[[JobRepository], BeatSubject], repo: JobRepository
 ) -> None:

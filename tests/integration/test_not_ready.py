@@ -39,7 +39,7 @@ def attempt_with(
     outcome = run_attempt(
         lease,
         AbortSignal(),
-        store=repo,
+        queue=repo,
         pipeline=pipeline,
         policy=policy,
         log=get_logger("test", job=lease.job_id),

@@ -48,7 +48,7 @@ def attempt_raising(repo: JobRepository, engine: Engine, error: Exception) -> Ou
     return run_attempt(
         lease,
         AbortSignal(),
-        store=repo,
+        queue=repo,
         pipeline=pipeline,
         policy=POLICY,
         log=log,

@@ -10,7 +10,7 @@ from mirror.errors import JobCancelled, LeaseLost, Stalled
 from mirror.heartbeat import Heartbeat
 from mirror.jobs import DatabaseUnavailable
 from mirror.progress import AbortSignal, Progress
-from mirror.testing.fakes import InMemoryBeatStore
+from mirror.testing.fakes import InMemoryBeatQueue
 
 
 class FakeClock:
@@ -23,11 +23,11 @@ class FakeClock:
 
 def make_heartbeat(
     clock: FakeClock, *, interval: float = 10, stall: float = 600, lease: float = 1800
-) -> tuple[Heartbeat, InMemoryBeatStore]:
+) -> tuple[Heartbeat, InMemoryBeatQueue]:
     job_id, token = uuid.uuid4(), uuid.uuid4()
-    store = InMemoryBeatStore(job_id, token)
+    queue = InMemoryBeatQueue(job_id, token)
     heartbeat = Heartbeat(
-        store,
+        queue,
         job_id,
         token,
         interval=interval,
@@ -36,38 +36,38 @@ def make_heartbeat(
         clock=clock,
         attempt=1,
     )
-    return heartbeat, store
+    return heartbeat, queue
 
 
 def test_100k_calls_in_60_simulated_seconds_write_at_most_7_times() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock, interval=10)
+    heartbeat, queue = make_heartbeat(clock, interval=10)
     start = clock.now
     calls = 100_000
     for i in range(calls):
         clock.now = start + 60.0 * i / calls
         heartbeat(Progress(phase="download", bytes_done=i * 1000, bytes_total=calls * 1000))
     heartbeat.flush()
-    assert store.writes <= 7
-    assert store.writes >= 6  # one per interval really happened
-    assert store.progress is not None
-    assert store.progress["bytes_done"] == (calls - 1) * 1000
-    assert store.progress["phase"] == "download"
-    assert store.progress["attempt"] == 1
+    assert queue.writes <= 7
+    assert queue.writes >= 6  # one per interval really happened
+    assert queue.progress is not None
+    assert queue.progress["bytes_done"] == (calls - 1) * 1000
+    assert queue.progress["phase"] == "download"
+    assert queue.progress["attempt"] == 1
 
 
 def test_first_progress_is_written_at_once_then_throttled() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock, interval=10)
+    heartbeat, queue = make_heartbeat(clock, interval=10)
     heartbeat(Progress(phase="transcode", frames_done=1, frames_total=100))
-    assert store.writes == 1
+    assert queue.writes == 1
     clock.now += 9.9
     heartbeat(Progress(phase="transcode", frames_done=50, frames_total=100))
-    assert store.writes == 1
+    assert queue.writes == 1
     clock.now += 0.1
     heartbeat(Progress(phase="transcode", frames_done=51, frames_total=100))
-    assert store.writes == 2
-    assert store.progress == {
+    assert queue.writes == 2
+    assert queue.progress == {
         "phase": "transcode",
         "frames_done": 51,
         "frames_total": 100,
@@ -78,11 +78,11 @@ def test_first_progress_is_written_at_once_then_throttled() -> None:
 
 def test_cancelled_row_raises_in_the_job_thread_and_fires_abort_hooks() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock)
+    heartbeat, queue = make_heartbeat(clock)
     killed: list[str] = []
     heartbeat.abort.on_abort(lambda: killed.append("ffmpeg"))
     heartbeat(Progress(phase="transcode", frames_done=1))
-    store.cancel()
+    queue.cancel()
     clock.now += 10
     with pytest.raises(JobCancelled):
         heartbeat(Progress(phase="transcode", frames_done=2))
@@ -93,9 +93,9 @@ def test_cancelled_row_raises_in_the_job_thread_and_fires_abort_hooks() -> None:
 
 def test_lost_lease_raises_lease_lost() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock)
+    heartbeat, queue = make_heartbeat(clock)
     heartbeat(Progress(phase="upload", bytes_done=1))
-    store.take_over()
+    queue.take_over()
     clock.now += 10
     with pytest.raises(LeaseLost):
         heartbeat(Progress(phase="upload", bytes_done=2))
@@ -103,10 +103,10 @@ def test_lost_lease_raises_lease_lost() -> None:
 
 def test_checkpoint_detects_a_takeover_without_waiting_for_the_interval() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock)
+    heartbeat, queue = make_heartbeat(clock)
     heartbeat(Progress(phase="transcode", frames_done=1))
     heartbeat.checkpoint()  # still ours
-    store.take_over()
+    queue.take_over()
     with pytest.raises(LeaseLost):
         heartbeat.checkpoint()
 
@@ -141,9 +141,9 @@ def test_moving_progress_never_trips_the_stall_watchdog() -> None:
 
 def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock, interval=10, lease=60)
+    heartbeat, queue = make_heartbeat(clock, interval=10, lease=60)
     heartbeat(Progress(phase="download", bytes_done=1))
-    store.fail_with = DatabaseUnavailable(
+    queue.fail_with = DatabaseUnavailable(
         "database error: server closed the connection", "server closed the connection"
     )
     for i in range(5):
@@ -151,11 +151,11 @@ def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
         heartbeat(Progress(phase="download", bytes_done=2 + i))  # no raise: retried later
         heartbeat.check_watchdogs(clock.now)
     assert not heartbeat.abort.is_set()
-    store.fail_with = None
+    queue.fail_with = None
     clock.now += 10
     heartbeat(Progress(phase="download", bytes_done=10))  # Postgres is back in time
-    assert store.progress is not None and store.progress["bytes_done"] == 10
-    store.fail_with = DatabaseUnavailable("database error: gone again", "gone again")
+    assert queue.progress is not None and queue.progress["bytes_done"] == 10
+    queue.fail_with = DatabaseUnavailable("database error: gone again", "gone again")
     clock.now += 61
     heartbeat.check_watchdogs(clock.now)
     assert isinstance(heartbeat.abort.reason, LeaseLost)
@@ -163,25 +163,25 @@ def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
 
 def test_failed_writes_are_throttled_too() -> None:
     clock = FakeClock()
-    heartbeat, store = make_heartbeat(clock, interval=10)
+    heartbeat, queue = make_heartbeat(clock, interval=10)
     attempts = 0
 
     class CountingError(DatabaseUnavailable):
         pass
 
-    original = store.heartbeat
+    original = queue.heartbeat
 
     def failing(*args: object) -> object:
         nonlocal attempts
         attempts += 1
         raise CountingError("database error: down", "down")
 
-    store.heartbeat = failing  # type: ignore[method-assign]
+    queue.heartbeat = failing  # type: ignore[method-assign]
     for i in range(10_000):
         clock.now += 0.001
         heartbeat(Progress(phase="download", bytes_done=i))
     assert attempts == 1  # not one reconnect attempt per callback
-    store.heartbeat = original  # type: ignore[method-assign]
+    queue.heartbeat = original  # type: ignore[method-assign]
 
 
 def test_abort_signal_runs_late_hooks_at_once_and_keeps_first_reason() -> None:
