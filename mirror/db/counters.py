@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import Connection, Engine, text
 
 from mirror.db.schema import COUNTERS as _COUNTERS
+from mirror.db.schema import JOBS as _JOBS
 from mirror.jobs import STATUSES
 
 PHASES = ("download", "transcode", "upload")
@@ -84,6 +86,29 @@ def read_totals(conn: Connection) -> Totals:
         phase_buckets=buckets,
         phase_sums=sums,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """`new` jobs whose run_after has passed: what workers could claim now."""
+
+    count: int
+    oldest_age_s: float  # how long the oldest of them has waited (0 when none)
+    now: datetime  # the database's clock, for ages computed elsewhere
+
+
+def count_due(conn: Connection) -> Due:
+    """Reads the claim index (status = 'new' rows only)."""
+    row = conn.execute(
+        text(
+            f"""
+            SELECT count(*) AS n, now() AS now,
+                   COALESCE(EXTRACT(EPOCH FROM now() - min(run_after)), 0) AS oldest
+            FROM {_JOBS} WHERE status = 'new' AND run_after <= now()
+            """
+        )
+    ).one()
+    return Due(count=int(row.n), oldest_age_s=max(0.0, float(row.oldest)), now=row.now)
 
 
 def fold(engine: Engine, *, above_rows: int = FOLD_ABOVE_ROWS) -> bool:

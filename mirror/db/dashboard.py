@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from mirror.db.counters import fold, read_totals
+from mirror.db.counters import count_due, fold, read_totals
 from mirror.db.records import JobRecord
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import JOBS as _JOBS
@@ -70,13 +70,7 @@ class DashboardQueries:
         with self.engine.connect() as conn:
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             totals = read_totals(conn)
-            due = conn.execute(
-                text(
-                    f"""SELECT count(*) AS n, now() AS now,
-                        COALESCE(EXTRACT(EPOCH FROM now() - min(run_after)), 0) AS oldest
-                        FROM {_JOBS} WHERE status = 'new' AND run_after <= now()"""
-                )
-            ).one()
+            due = count_due(conn)
             hour = conn.execute(
                 text(
                     f"""SELECT count(*) AS n, COALESCE(sum(bytes_downloaded), 0) AS down,
@@ -98,8 +92,8 @@ class DashboardQueries:
             )
         return Overview(
             jobs_by_status=totals.jobs_by_status,
-            due=int(due.n),
-            oldest_due_age_s=max(0.0, float(due.oldest)),
+            due=due.count,
+            oldest_due_age_s=due.oldest_age_s,
             done_last_hour=int(hour.n),
             bytes_downloaded_last_hour=int(hour.down),
             bytes_uploaded_last_hour=int(hour.up),

@@ -5,16 +5,25 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from mirror.db.schema import JOBS
 from mirror.errors import ConfigError
 from mirror.jobs import DatabaseUnavailable
 
-__all__ = ["DatabaseUnavailable", "check_schema", "describe_database_error", "make_engine"]
+__all__ = [
+    "DatabaseUnavailable",
+    "SchemaProblem",
+    "check_schema",
+    "describe_database_error",
+    "find_schema_problem",
+    "make_engine",
+]
 
 
 _Class = TypeVar("_Class", bound=type)
@@ -75,15 +84,35 @@ def describe_database_error(error: DBAPIError) -> str:
     return first_line or type(original).__name__
 
 
-def check_schema(engine: Engine) -> None:
-    """Fail fast with a clear line when Postgres is down or migrations were not applied."""
+NO_JOB_TABLE = "the job table does not exist yet: run `mirror db upgrade` first"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaProblem:
+    """Why the database cannot be used: Postgres did not answer, or it has no job table."""
+
+    reachable: bool
+    detail: str  # the driver's first line (never the password), or NO_JOB_TABLE
+
+
+def find_schema_problem(engine: Engine) -> SchemaProblem | None:
+    """None when Postgres answers and the job table exists (the one schema check)."""
     try:
         with engine.connect() as conn:
-            present = conn.execute(text("SELECT to_regclass('media_mirror.jobs')")).scalar()
-    except OperationalError as error:
-        host = engine.url.render_as_string(hide_password=True)
-        raise DatabaseUnavailable(
-            f"cannot connect to Postgres at {host}: {describe_database_error(error)}"
-        ) from None
-    if present is None:
-        raise ConfigError("the job table does not exist yet: run `mirror db upgrade` first")
+            present = conn.execute(text(f"SELECT to_regclass('{JOBS}')")).scalar()
+    except DBAPIError as error:
+        return SchemaProblem(reachable=False, detail=describe_database_error(error))
+    except SQLAlchemyError as error:  # e.g. every pooled connection busy
+        return SchemaProblem(reachable=False, detail=type(error).__name__)
+    return None if present is not None else SchemaProblem(reachable=True, detail=NO_JOB_TABLE)
+
+
+def check_schema(engine: Engine) -> None:
+    """Fail fast with a clear line when Postgres is down or migrations were not applied."""
+    problem = find_schema_problem(engine)
+    if problem is None:
+        return
+    if problem.reachable:
+        raise ConfigError(problem.detail)
+    host = engine.url.render_as_string(hide_password=True)
+    raise DatabaseUnavailable(f"cannot connect to Postgres at {host}: {problem.detail}")

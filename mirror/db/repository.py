@@ -569,13 +569,6 @@ class JobRepository:
             ).all()
         return [_record(row) for row in rows]
 
-    def count_by_status(self) -> dict[str, int]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                text(f"SELECT status, count(*) AS n FROM {_JOBS} GROUP BY status")
-            ).all()
-        return {row.status: row.n for row in rows}
-
     @staticmethod
     def _get(conn: Connection, job_id: uuid.UUID) -> JobRecord:
         row = conn.execute(

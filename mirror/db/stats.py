@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from mirror.db.counters import PHASES, Totals, fold, read_totals
-from mirror.db.engine import describe_database_error
+from mirror.db.counters import PHASES, Totals, count_due, fold, read_totals
+from mirror.db.engine import find_schema_problem
 from mirror.db.schema import JOBS as _JOBS
 
 
@@ -69,17 +68,17 @@ class QueueStats:
         self.engine = engine
 
     def database_problem(self) -> str | None:
-        """None when Postgres answers and the job table exists, else what is wrong."""
-        try:
-            with self.engine.connect() as conn:
-                table = conn.execute(text(f"SELECT to_regclass('{_JOBS}')")).scalar()
-        except DBAPIError as error:
-            return f"cannot query Postgres: {describe_database_error(error)}"
-        except SQLAlchemyError as error:  # e.g. every pooled connection busy
-            return f"cannot query Postgres: {type(error).__name__}"
-        if table is None:
-            return "the job table does not exist: run `mirror db upgrade`"
-        return None
+        """None when Postgres answers and the job table exists, else what is wrong (one
+        line for /healthz: no host, no URL)."""
+        problem = find_schema_problem(self.engine)
+        if problem is None:
+            return None
+        return problem.detail if problem.reachable else f"cannot query Postgres: {problem.detail}"
+
+    def jobs_by_status(self) -> dict[str, int]:
+        """Jobs per status, from the running totals (no scan of the job table)."""
+        with self.engine.connect() as conn:
+            return read_totals(conn).jobs_by_status
 
     def snapshot(self, bucket_bounds: Sequence[float], running_limit: int = 500) -> QueueSnapshot:
         """Every figure of a scrape, read in one transaction so they agree with each other."""
@@ -88,20 +87,20 @@ class QueueStats:
             # One snapshot for all statements: the totals and counts describe one instant.
             conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             running_totals = read_totals(conn)
-            due, oldest = self._due(conn)
+            due = count_due(conn)
             totals, phases = self._from_totals(running_totals, bucket_bounds)
             return QueueSnapshot(
                 jobs_by_status=running_totals.jobs_by_status,
-                due=due,
-                oldest_due_age_s=oldest,
+                due=due.count,
+                oldest_due_age_s=due.oldest_age_s,
                 attempts=totals,
                 phases=phases,
                 running=self._running(conn, running_limit),
-                waiting=self._waiting(conn),
+                waiting=self._count_waiting(conn),
             )
 
     @staticmethod
-    def _waiting(conn: Connection) -> dict[str, int]:
+    def _count_waiting(conn: Connection) -> dict[str, int]:
         """Reads the claim index (status = 'new' rows only)."""
         rows = conn.execute(
             text(
@@ -113,20 +112,6 @@ class QueueStats:
             )
         )
         return {str(row.phase): int(row.n) for row in rows}
-
-    @staticmethod
-    def _due(conn: Connection) -> tuple[int, float]:
-        """Reads the claim index (status = 'new' rows only)."""
-        row = conn.execute(
-            text(
-                f"""
-                SELECT count(*) AS n,
-                       COALESCE(EXTRACT(EPOCH FROM now() - min(run_after)), 0) AS oldest
-                FROM {_JOBS} WHERE status = 'new' AND run_after <= now()
-                """
-            )
-        ).one()
-        return int(row.n), max(0.0, float(row.oldest))
 
     @staticmethod
     def _from_totals(

@@ -33,6 +33,7 @@ from rich.text import Text
 from mirror import wiring
 from mirror.cli.views import job_details, jobs_table
 from mirror.db.repository import JobRecord, JobRepository
+from mirror.db.stats import QueueStats
 from mirror.demo.media import SampleKind, generate_sample
 from mirror.demo.services import (
     DUMMY_KEY,
@@ -100,7 +101,7 @@ def run_demo(
             stack.callback(db.dispose)
             repo = db.jobs
             if base.database_url:
-                _refuse_busy_queue(repo)
+                _refuse_busy_queue(db.stats)
             say(f"{database}; schema media_mirror migrated")
 
         with _step(console, "sample media") as say:
@@ -238,9 +239,9 @@ def _demo_logging(console: Console, verbose: bool) -> Iterator[None]:
         root.setLevel(level)
 
 
-def _refuse_busy_queue(repo: JobRepository) -> None:
+def _refuse_busy_queue(stats: QueueStats) -> None:
     """A shared queue would hand real jobs to the demo's worker (and demo jobs to yours)."""
-    counts = repo.count_by_status()
+    counts = stats.jobs_by_status()
     active = counts.get("new", 0) + counts.get("processing", 0)
     if active:
         raise ConfigError(
