@@ -33,6 +33,7 @@ from sqlalchemy import Engine, text
 from mirror.db.engine import make_engine
 from mirror.db.repository import Fence, JobRepository
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import Mirrored
 from mirror.progress import Progress
 
 CLAIMS_PER_SIZE = 200
@@ -67,7 +68,7 @@ def claim_latencies(repo: JobRepository, first_item: int) -> list[float]:
         lease = repo.claim_next("bench:latency")
         latencies.append(time.perf_counter() - began)
         assert lease is not None
-        repo.mark_done(lease.job_id, lease.token, video_key="noop", audio_keys=[])
+        repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="noop", audio_keys=[]))
     assert repo.claim_next("bench:latency") is None
     return latencies
 
@@ -99,7 +100,7 @@ def claimer(url: str, name: str, ready: Any, go: Any, results: Any) -> None:
     go.wait()
     claimed = 0
     while (lease := repo.claim_next(name)) is not None:
-        fence = repo.mark_done(lease.job_id, lease.token, video_key="noop", audio_keys=[])
+        fence = repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="noop", audio_keys=[]))
         assert fence is Fence.OK
         claimed += 1
     results.put((name, claimed, time.perf_counter()))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,16 +54,9 @@ class AttemptQueue(Protocol):
         self,
         job_id: uuid.UUID,
         token: uuid.UUID,
+        mirrored: Mirrored,
         *,
-        video_key: str,
-        audio_keys: Sequence[dict[str, Any]],
-        video: dict[str, Any] | None = None,
-        skipped_streams: Sequence[dict[str, Any]] | None = None,
-        source: dict[str, Any] | None = None,
         progress: dict[str, Any] | None = None,
-        manifest_key: str | None = None,
-        hls_key: str | None = None,
-        subtitle_keys: Sequence[dict[str, Any]] | None = None,
     ) -> Fence: ...
 
     def heartbeat(
@@ -142,10 +135,7 @@ def run_attempt(
             # fenced statement is retried for as long as the lease holds.
             fence = durably(
                 lambda: queue.mark_done(
-                    lease.job_id,
-                    lease.token,
-                    **_columns(mirrored),
-                    progress=heartbeat.progress_json(),
+                    lease.job_id, lease.token, mirrored, progress=heartbeat.progress_json()
                 ),
                 abort=heartbeat.abort,
             )
@@ -166,10 +156,6 @@ def run_attempt(
         except DATABASE_OUTAGE as failure:  # history is for people; the job's fate is recorded
             log.warning("attempt history not written: %s", describe_outage(failure))
     return outcome
-
-
-def _columns(mirrored: Mirrored) -> dict[str, Any]:
-    return {field: getattr(mirrored, field) for field in Mirrored.__slots__}
 
 
 def _done(fence: Fence, log: ContextAdapter) -> tuple[Outcome, BaseException | None]:

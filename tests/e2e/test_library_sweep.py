@@ -6,6 +6,7 @@ import json
 
 from mirror.db.repository import Fence
 from mirror.demo.media import SampleMedia
+from mirror.jobs import Mirrored
 from tests.fixtures.stack import Stack
 
 
@@ -36,7 +37,7 @@ def test_library_sweep_enqueues_every_item_not_mirrored_or_queued(
     stack.repo.enqueue([movie_ids[0]])
     lease = stack.repo.claim_next("earlier")
     assert lease is not None
-    done = stack.repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[])
+    done = stack.repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="v", audio_keys=[]))
     assert done is Fence.OK
     stack.repo.enqueue([movie_ids[1]])
 

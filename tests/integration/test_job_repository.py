@@ -12,10 +12,12 @@ from sqlalchemy import Engine, text
 
 from mirror.cli.views import speed_text
 from mirror.db.repository import Fence, JobNotFound, JobRepository, JobStateError
+from mirror.jobs import Mirrored
 from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 ITEM_2 = "0123456789abcdef0123456789abcdef"
+OUTPUTS = Mirrored(video_key="v", audio_keys=[])  # what a done job recorded
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -63,7 +65,7 @@ def test_enqueue_of_a_done_item_is_a_remirror_but_sweeps_skip_it(repo: JobReposi
     [first] = repo.enqueue([ITEM])
     lease = repo.claim_next("w1")
     assert lease is not None
-    assert repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[]) is Fence.OK
+    assert repo.mark_done(lease.job_id, lease.token, OUTPUTS) is Fence.OK
     assert repo.enqueue([ITEM], skip_mirrored=True) == []
     [again] = repo.enqueue([ITEM])
     assert again.created and again.job.id != first.job.id
@@ -134,9 +136,7 @@ def test_cancel_while_processing_is_reported_at_the_next_beat(repo: JobRepositor
     assert lease is not None
     repo.cancel(lease.job_id)
     assert repo.heartbeat(lease.job_id, lease.token, {"phase": "upload"}) is Fence.CANCELLED
-    assert repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[]) is (
-        Fence.CANCELLED
-    )
+    assert repo.mark_done(lease.job_id, lease.token, OUTPUTS) is (Fence.CANCELLED)
     assert repo.fail_or_retry(lease.job_id, lease.token, "x", backoff_s=1)[0] is Fence.CANCELLED
     assert repo.get(lease.job_id).status == "cancelled"
 
@@ -155,7 +155,7 @@ def test_old_lease_changes_nothing_after_a_stale_rescue_and_new_claim(
     snapshot = repo.get(old.job_id)
 
     assert repo.heartbeat(old.job_id, old.token, {"phase": "upload"}) is Fence.LEASE_LOST
-    assert repo.mark_done(old.job_id, old.token, video_key="x", audio_keys=[]) is (Fence.LEASE_LOST)
+    assert repo.mark_done(old.job_id, old.token, OUTPUTS) is (Fence.LEASE_LOST)
     assert repo.mark_failed(old.job_id, old.token, "boom") is Fence.LEASE_LOST
     assert repo.release(old.job_id, old.token) is Fence.LEASE_LOST
     assert repo.fail_or_retry(old.job_id, old.token, "x", backoff_s=1) == (Fence.LEASE_LOST, None)
@@ -163,7 +163,7 @@ def test_old_lease_changes_nothing_after_a_stale_rescue_and_new_claim(
     after = repo.get(old.job_id)
     assert after == snapshot
     assert after.worker_id == "takeover" and after.attempts == 2
-    assert repo.mark_done(new.job_id, new.token, video_key="v", audio_keys=[]) is Fence.OK
+    assert repo.mark_done(new.job_id, new.token, OUTPUTS) is Fence.OK
 
 
 def test_dead_job_is_rescued_after_stale_timeout_then_failed_when_attempts_run_out(
@@ -250,7 +250,7 @@ def test_mark_done_records_keys(repo: JobRepository) -> None:
     audio = [{"key": "p/x/audio/1-eng.m4a", "stream_index": 1, "language": "eng",
               "title": "English", "codec": "aac"}]  # fmt: skip
     fence = repo.mark_done(
-        lease.job_id, lease.token, video_key="p/x/video.mp4", audio_keys=audio,
+        lease.job_id, lease.token, Mirrored(video_key="p/x/video.mp4", audio_keys=audio),
         progress={"phase": "upload", "percent": 100.0},
     )  # fmt: skip
     assert fence is Fence.OK
@@ -355,9 +355,9 @@ def test_mark_done_repeated_after_a_lost_answer_is_ok_but_other_statements_are_f
     repo.enqueue([ITEM])
     lease = repo.claim_next("w:1:0")
     assert lease is not None
-    assert repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[]) is Fence.OK
+    assert repo.mark_done(lease.job_id, lease.token, OUTPUTS) is Fence.OK
     # The retry of a commit whose answer never arrived: same attempt, row already done.
-    assert repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[]) is Fence.OK
+    assert repo.mark_done(lease.job_id, lease.token, OUTPUTS) is Fence.OK
     assert repo.heartbeat(lease.job_id, lease.token, None) is Fence.LEASE_LOST
     assert repo.mark_failed(lease.job_id, lease.token, "late") is Fence.LEASE_LOST
     assert repo.get(lease.job_id).status == "done"

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, text
 from mirror.db.engine import make_engine
 from mirror.db.repository import Fence, JobRepository
 from mirror.heartbeat import Heartbeat
+from mirror.jobs import Mirrored
 from mirror.progress import Progress
 
 
@@ -58,7 +59,7 @@ def test_live_job_longer_than_stale_timeout_is_never_reclaimed(
                 time.sleep(0.01)
             time.sleep(work_seconds / 2)
             heartbeat.checkpoint()
-        fence = repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[])
+        fence = repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="v", audio_keys=[]))
     finally:
         stop.set()
         for thread in rivals:
@@ -110,7 +111,7 @@ def _claim_all(url: str, worker: str, start: object) -> list[str]:
     claimed: list[str] = []
     while (lease := repo.claim_next(worker)) is not None:
         claimed.append(str(lease.job_id))
-        repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[])
+        repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="v", audio_keys=[]))
     engine.dispose()
     return claimed
 

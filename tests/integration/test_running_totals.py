@@ -11,6 +11,7 @@ from mirror.db.counters import fold, read_totals
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
+from mirror.jobs import Mirrored
 from mirror.web.metrics import PHASE_BUCKETS
 
 ITEMS = [uuid.uuid4().hex for _ in range(8)]
@@ -74,7 +75,7 @@ def test_totals_follow_every_state_change(engine: Engine, repo: JobRepository) -
     done = repo.claim_next("w:1:0")
     assert done is not None
     repo.heartbeat(done.job_id, done.token, {"phase": "download", "percent": 5})
-    repo.mark_done(done.job_id, done.token, video_key="v", audio_keys=[])
+    repo.mark_done(done.job_id, done.token, Mirrored(video_key="v", audio_keys=[]))
     log.end_attempt(done.token, "done", None, AttemptStats(3, 1000, 500, 4.0, 9.0, 1.0))
 
     failed = repo.claim_next("w:1:0")
@@ -124,7 +125,7 @@ def test_snapshot_histogram_is_cumulative(engine: Engine, repo: JobRepository) -
     for seconds in (0.5, 4.0, 9000.0):
         lease = repo.claim_next("w:1:0")
         assert lease is not None
-        repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[])
+        repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="v", audio_keys=[]))
         log.end_attempt(lease.token, "done", None, AttemptStats(transcode_s=seconds))
     snapshot = QueueStats(engine).snapshot(PHASE_BUCKETS)
     transcode = next(p for p in snapshot.phases if p.phase == "transcode")

@@ -20,6 +20,7 @@ from mirror.db.engine import make_engine
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
+from mirror.jobs import Mirrored
 from mirror.s3.bucket import Bucket
 from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
 from tests.fixtures.s3 import S3Target
@@ -149,7 +150,7 @@ def test_metrics_show_jobs_by_status_and_attempt_figures(served: Served, engine:
     jobs = {r.job.item_id: r.job for r in repo.enqueue(items)}
     done = repo.claim_next("host:1:0")
     assert done is not None
-    repo.mark_done(done.job_id, done.token, video_key="v", audio_keys=[])
+    repo.mark_done(done.job_id, done.token, Mirrored(video_key="v", audio_keys=[]))
     history.end_attempt(
         done.token,
         "done",
@@ -287,7 +288,7 @@ def test_an_item_mirrored_already_is_not_queued_again(served: Served) -> None:
     served.repo.enqueue([MOVIE])
     lease = served.repo.claim_next("host:1:0")
     assert lease is not None
-    served.repo.mark_done(lease.job_id, lease.token, video_key="v", audio_keys=[])
+    served.repo.mark_done(lease.job_id, lease.token, Mirrored(video_key="v", audio_keys=[]))
     response = _hook(served, _added(MOVIE_DASHED))
     assert response.status_code == 202
     assert response.json() == {"status": "already mirrored", "item_id": MOVIE}
@@ -349,7 +350,7 @@ def _mirrored(repo: JobRepository, s3: S3Target) -> list[str]:
     repo.enqueue([MOVIE])
     lease = repo.claim_next("host:1:0")
     assert lease is not None
-    repo.mark_done(lease.job_id, lease.token, video_key=keys[0], audio_keys=[])
+    repo.mark_done(lease.job_id, lease.token, Mirrored(video_key=keys[0], audio_keys=[]))
     return keys
 
 
