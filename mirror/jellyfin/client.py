@@ -31,7 +31,6 @@ from mirror.jellyfin.failures import (
 )
 from mirror.jellyfin.models import (
     ItemPage,
-    ItemSummary,
     Library,
     parse_item_summary,
     parse_library,
@@ -128,13 +127,6 @@ class JellyfinClient:
         self._http.close()
         self._download_http.close()
 
-    def server_info(self) -> dict[str, Any]:
-        """`/System/Info/Public` (no key needed): ServerName, Version, Id."""
-        data = self._get_json("/System/Info/Public")
-        if not isinstance(data, dict):
-            raise TransientError("Jellyfin answered GET /System/Info/Public with unexpected JSON")
-        return data
-
     def get_item(self, item_id: str) -> MediaItem:
         """The item with the streams of the media source that /Download serves."""
         item_id = require_item_id(item_id)
@@ -209,22 +201,6 @@ class JellyfinClient:
             start += len(raw_items)
             if not raw_items or start >= total:
                 return
-
-    def iter_library_items(
-        self,
-        parent_id: str,
-        item_types: Sequence[str] = ("Movie", "Episode"),
-        page_size: int = 200,
-    ) -> Iterator[ItemSummary]:
-        """Every item of a library, one page at a time."""
-        for page in self.iter_library_pages(parent_id, item_types, page_size):
-            yield from page.items
-
-    def count_library_items(
-        self, parent_id: str, item_types: Sequence[str] = ("Movie", "Episode")
-    ) -> int:
-        """How many items a listing will yield (the server's TotalRecordCount)."""
-        return next(self.iter_library_pages(parent_id, item_types, page_size=1)).total
 
     def existing_item_ids(self, item_ids: Sequence[str], batch: int = 100) -> set[str]:
         """Which of these items Jellyfin still has, in any library (`mirror sync`'s removed)."""
