@@ -24,9 +24,12 @@ from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_k
 from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
 from mirror.transcode import (
+    AudioCodecSetting,
+    OutputFormat,
     ProbedFile,
     SubtitleOutput,
     TranscodePlan,
+    VideoCodecSetting,
     plan_transcode,
     probe_file,
     run_transcode,
@@ -72,12 +75,12 @@ class ObjectStore(Protocol):
 @dataclass(frozen=True, slots=True)
 class TranscodeOptions:
     ffmpeg_path: str
-    video_codec: str = "auto"
-    audio_codec: str = "auto"
+    video_codec: VideoCodecSetting = "auto"
+    audio_codec: AudioCodecSetting = "auto"
     x264_preset: str = "veryfast"
     x264_crf: int = 23
     audio_bitrate: str = "160k"
-    output_format: str = "hls"  # MIRROR_OUTPUT_FORMAT: `hls` adds playlists and subtitles
+    output_format: OutputFormat = "hls"  # MIRROR_OUTPUT_FORMAT: `hls` adds playlists and subtitles
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pydantic_settings import (
 from mirror.durations import format_duration, parse_duration, parse_size
 from mirror.errors import ConfigError
 from mirror.redact import hide_url_password, register_secrets, url_password
+from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
 CONFIG_ENV_VAR = "MIRROR_CONFIG"
@@ -132,13 +133,13 @@ class Settings(BaseSettings):
     # s3transfer raises it by itself for files that would need over 10,000 parts.
     s3_part_size: Size = 16 * 1024 * 1024
 
-    video_codec: Literal["auto", "libx264", "copy"] = "auto"
-    audio_codec: Literal["auto", "aac", "copy"] = "auto"
+    video_codec: VideoCodecSetting = "auto"
+    audio_codec: AudioCodecSetting = "auto"
     x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
     x264_crf: int = Field(default=23, ge=0, le=51)
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
     # hls: fragmented MP4 + playlists + WebVTT subtitles; mp4: faststart files only.
-    output_format: Literal["hls", "mp4"] = "hls"
+    output_format: OutputFormat = "hls"
     # `mirror serve`'s player page: a local hls.min.js (from the npm package) instead of
     # the pinned CDN copy, for sites without internet access.
     hlsjs_path: Path | None = None

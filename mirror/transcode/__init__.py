@@ -8,10 +8,9 @@ a file with `ffmpeg -i`; `command` builds the argv with ffmpeg-python; `process`
 from mirror.transcode.binary import find_ffmpeg
 from mirror.transcode.command import build_command
 from mirror.transcode.plan import (
-    AUDIO_CODEC_SETTINGS,
-    VIDEO_CODEC_SETTINGS,
     AudioCodecSetting,
     AudioOutput,
+    OutputFormat,
     SubtitleOutput,
     TranscodePlan,
     VideoCodecSetting,
@@ -24,11 +23,10 @@ from mirror.transcode.runner import run_transcode
 from mirror.transcode.verify import VerifiedOutputs, verify_outputs
 
 __all__ = [
-    "AUDIO_CODEC_SETTINGS",
-    "VIDEO_CODEC_SETTINGS",
     "AudioCodecSetting",
     "AudioOutput",
     "FfmpegProgressParser",
+    "OutputFormat",
     "ProbedFile",
     "SubtitleOutput",
     "TranscodePlan",

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mirror.errors import ConfigError
 from mirror.item import MediaItem, MediaStream
 from mirror.naming import (
     AUDIO_DIR,
@@ -26,14 +25,11 @@ from mirror.naming import (
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
 
+# What MIRROR_VIDEO_CODEC, MIRROR_AUDIO_CODEC and MIRROR_OUTPUT_FORMAT may say: the
+# settings validate them once, with these types; the planner takes them as given.
 VideoCodecSetting = Literal["auto", "copy", "libx264"]
 AudioCodecSetting = Literal["auto", "copy", "aac"]
-
 OutputFormat = Literal["hls", "mp4"]
-
-VIDEO_CODEC_SETTINGS: tuple[str, ...] = ("auto", "copy", "libx264")
-OUTPUT_FORMATS: tuple[str, ...] = ("hls", "mp4")
-AUDIO_CODEC_SETTINGS: tuple[str, ...] = ("auto", "copy", "aac")
 
 # Jellyfin spells codecs the way ffprobe does; "avc" shows up from some older probes.
 _H264_NAMES = frozenset({"h264", "avc", "avc1"})
@@ -161,8 +157,8 @@ def plan_transcode(
     work_dir: Path,
     source: Path,
     *,
-    video_codec: str = "auto",
-    audio_codec: str = "auto",
+    video_codec: VideoCodecSetting = "auto",
+    audio_codec: AudioCodecSetting = "auto",
     x264_preset: str = "veryfast",
     x264_crf: int = 23,
     audio_bitrate: str = "160k",
@@ -175,21 +171,6 @@ def plan_transcode(
     from the file and checked against Jellyfin's list (see `select_streams`); without it
     (before the download) from Jellyfin's list alone.
     """
-    if video_codec not in VIDEO_CODEC_SETTINGS:
-        raise ConfigError(
-            f"MIRROR_VIDEO_CODEC must be one of {', '.join(VIDEO_CODEC_SETTINGS)}, "
-            f"not {video_codec!r}"
-        )
-    if output_format not in OUTPUT_FORMATS:
-        raise ConfigError(
-            f"MIRROR_OUTPUT_FORMAT must be one of {', '.join(OUTPUT_FORMATS)}, "
-            f"not {output_format!r}"
-        )
-    if audio_codec not in AUDIO_CODEC_SETTINGS:
-        raise ConfigError(
-            f"MIRROR_AUDIO_CODEC must be one of {', '.join(AUDIO_CODEC_SETTINGS)}, "
-            f"not {audio_codec!r}"
-        )
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
     audio = tuple(

@@ -137,6 +137,8 @@ def test_every_design_variable_is_a_setting() -> None:
         ("MIRROR_MAX_ATTEMPTS", "zero", "MIRROR_MAX_ATTEMPTS"),
         ("MIRROR_CONCURRENCY", "0", "MIRROR_CONCURRENCY"),
         ("MIRROR_VIDEO_CODEC", "h265", "MIRROR_VIDEO_CODEC"),
+        ("MIRROR_AUDIO_CODEC", "opus", "MIRROR_AUDIO_CODEC"),
+        ("MIRROR_OUTPUT_FORMAT", "dash", "MIRROR_OUTPUT_FORMAT"),
         ("MIRROR_DATABASE_URL", "mysql://x", "MIRROR_DATABASE_URL"),
         ("MIRROR_JELLYFIN_URL", "jellyfin:8096", "MIRROR_JELLYFIN_URL"),
     ],

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import ConfigError, PermanentError
+from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
 from mirror.naming import sanitize_language
 from mirror.transcode import plan_transcode
@@ -158,18 +158,6 @@ def test_frames_total_unknown_without_frame_rate_or_duration() -> None:
     assert plan_transcode(make_item(video(fps=None)), WORK, SOURCE).frames_total is None
     assert plan_transcode(make_item(video(), duration_s=None), WORK, SOURCE).frames_total is None
     assert count_frames(0.0, 25.0) is None
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "variable"),
-    [
-        ({"video_codec": "h265"}, "MIRROR_VIDEO_CODEC"),
-        ({"audio_codec": "opus"}, "MIRROR_AUDIO_CODEC"),
-    ],
-)
-def test_unknown_codec_setting_names_the_variable(kwargs: dict[str, str], variable: str) -> None:
-    with pytest.raises(ConfigError, match=variable):
-        plan_transcode(make_item(video()), WORK, SOURCE, **kwargs)  # type: ignore[arg-type]
 
 
 def test_content_types() -> None:
