@@ -40,7 +40,7 @@ fmt:
 
 check: lint typecheck test
 
-bench: install  ## DESIGN.md targets vs curl, nginx, ffmpeg, aws s3 cp (BENCHMARKS.md); BENCH_QUICK=1: small data
+bench: install  ## the speed targets (BENCHMARKS.md) vs curl, nginx, ffmpeg, aws s3 cp; BENCH_QUICK=1: small data
 	$(BIN)/python bench/queue.py
 	$(BIN)/python bench/download.py
 	$(BIN)/python bench/upload.py

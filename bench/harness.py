@@ -1,6 +1,6 @@
 """Shared plumbing for the benchmark scripts in bench/ (not a benchmark itself).
 
-Each script measures one of the targets in DESIGN.md against a peer tool. What they
+Each script measures one of the targets in BENCHMARKS.md against a peer tool. What they
 share lives here: quick mode, where generated data goes (bench/data/, gitignored), how
 peers are found or installed (Debian packages via apt-get, the AWS CLI in a venv of its
 own under bench/.peers/), a loopback nginx, a moto server, scratch Postgres databases

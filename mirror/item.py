@@ -56,7 +56,6 @@ class MediaItem:
     is_remote: bool = False
     is_folder: bool = False
     etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
-    source_count: int = 1  # how many MediaSources (versions) the item has
 
     @property
     def video_streams(self) -> tuple[MediaStream, ...]:

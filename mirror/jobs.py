@@ -17,7 +17,7 @@ from mirror.errors import MirrorError
 
 
 class Status(enum.StrEnum):
-    """A job's `status` column (DESIGN: the job table)."""
+    """A job's `status` column (README: Inspecting jobs)."""
 
     NEW = "new"
     PROCESSING = "processing"
@@ -118,8 +118,8 @@ class AttemptStats:
 
 @dataclass(frozen=True, slots=True)
 class Mirrored:
-    """What a pipeline run leaves in S3: the columns its `done` records (DESIGN: the job
-    table). The pipeline returns it; `run_attempt` alone writes it, like every end state."""
+    """What a pipeline run leaves in S3: the columns its `done` records. The pipeline
+    returns it; `run_attempt` alone writes it, like every end state."""
 
     video_key: str
     audio_keys: list[dict[str, Any]]

@@ -33,7 +33,7 @@ OUTPUT_FIELDS = (
     "duration_s",
 )
 _VIDEO_EXTRA = ("width", "height")
-# The job row's `video` column (DESIGN): what a restored row gets back.
+# The job row's `video` column: what a restored row gets back.
 _VIDEO_COLUMN = ("key", "size", "sha256", "codec", "width", "height", "duration_s")
 _AUDIO_ALWAYS = ("key", "stream_index", "language", "title", "codec")  # null when unknown
 

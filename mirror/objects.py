@@ -1,5 +1,5 @@
-"""What the mirror writes to the bucket, in the core's words: the key layout (DESIGN: S3
-keys), one upload, and an uploaded file's digest. The S3 adapter (`mirror.s3`) moves the
+"""What the mirror writes to the bucket, in the core's words: the key layout (README:
+What a job does), one upload, and an uploaded file's digest. The S3 adapter (`mirror.s3`) moves the
 bytes; the pipeline only names them.
 """
 

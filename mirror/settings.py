@@ -98,7 +98,7 @@ class _YamlValues(PydanticBaseSettingsSource):
 
 
 class Settings(BaseSettings):
-    """Every setting of DESIGN's table; durations in seconds, sizes in bytes."""
+    """Every setting of README's Configuration table; durations in seconds, sizes in bytes."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, extra="forbid", case_sensitive=False, frozen=True

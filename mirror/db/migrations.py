@@ -8,7 +8,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine
 
-# The migrations live at the top of the source tree (DESIGN's layout), beside the package.
+# The migrations live at the top of the source tree (README: Development), beside the package.
 ALEMBIC_INI = Path(__file__).resolve().parents[2] / "alembic.ini"
 
 

@@ -46,7 +46,7 @@ class Base(DeclarativeBase):
 
 
 class Job(Base):
-    """One request to mirror one Jellyfin item; see DESIGN 'The job table'."""
+    """One request to mirror one Jellyfin item; see README 'Inspecting jobs'."""
 
     __tablename__ = "jobs"
 

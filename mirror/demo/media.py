@@ -199,8 +199,7 @@ def corrupt_copy(src: Path, dest: Path) -> Path:
 
 
 # The parser is production code (the pipeline probes every download and output); these
-# names stay for the tests that read back what a file holds.
-DescribedStream = ProbedStream
+# functions stay for the tests that read back what a file holds.
 
 
 def describe_streams(path: Path, ffmpeg_path: str | None = None) -> list[ProbedStream]:

@@ -178,7 +178,6 @@ def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
         is_remote=src.get("IsRemote") is True,
         is_folder=data.get("IsFolder") is True,
         etag=_str(src.get("ETag")) or _str(data.get("Etag")),
-        source_count=len(sources) if isinstance(sources, list) else 0,
     )
 
 

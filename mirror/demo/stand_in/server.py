@@ -203,16 +203,6 @@ class JellyfinStandIn:
         with self._state.faults.lock:
             return self._state.faults.metadata_waiting
 
-    def clear_faults(self) -> None:
-        faults = self._state.faults
-        with faults.lock:
-            faults.throttle_bps = None
-            faults.cuts.clear()
-            faults.failures.clear()
-            faults.stalled = False
-            faults.metadata_stalled = False
-            faults.unstalled.notify_all()
-
     # observations -----------------------------------------------------------------
     @property
     def downloads_bytes_served(self) -> int:
