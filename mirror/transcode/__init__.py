@@ -1,6 +1,6 @@
 """ffmpeg: probe the file, plan the outputs, build one command, run it, verify the outputs.
 
-`streams`, `plan` and `progress` are pure (plain data in, plain data out); `probe` reads
+`streams`, `plan` and `progress_lines` are pure (plain data in, plain data out); `probe` reads
 a file with `ffmpeg -i`; `command` builds the argv with ffmpeg-python; `process` and
 `runner` own the child process; `verify` reads every output back before upload.
 """
