@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-Phase = Literal["download", "transcode", "upload"]
+# `waiting`: claimed, but held back before a phase (a download slot); `note` says why.
+Phase = Literal["download", "transcode", "upload", "waiting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class Progress:
     out_time_s: float | None = None
     duration_s: float | None = None
     speed: str | None = None
+    note: str | None = None
 
     @property
     def percent(self) -> float | None:

@@ -34,6 +34,7 @@ from mirror.jellyfin.failures import (
     raise_for_status,
 )
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
+from mirror.jellyfin.throttle import TokenBucket
 from mirror.progress import AbortSignal, Progress, ProgressCallback
 
 logger = logging.getLogger("mirror.jellyfin")
@@ -111,6 +112,7 @@ class ResumableDownload:
         abort: AbortSignal,
         policy: RetryPolicy,
         server_version: Callable[[], str | None] | None = None,
+        rate_limit: float | None = None,
     ) -> None:
         self._http = http
         self._server_version = server_version
@@ -126,6 +128,9 @@ class ResumableDownload:
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
         self._read_timeout = http.timeout.read
+        # MIRROR_DOWNLOAD_RATE_LIMIT; one bucket for every try, so a resume keeps the pace.
+        # Its sleep wakes on an abort (the loop then raises the reason).
+        self._bucket = TokenBucket(rate_limit, sleep=abort.wait) if rate_limit is not None else None
 
     def run(self) -> int:
         """Download (or finish) the file; returns its size once verified."""
@@ -236,7 +241,8 @@ class ResumableDownload:
         Chunks come straight from the socket when possible (see mirror.jellyfin.body),
         else from httpx's iter_raw. Progress is reported on a clock, not per chunk: a
         fast link delivers thousands of chunks a second and the heartbeat needs a few.
-        The abort signal is still checked at every chunk.
+        The abort signal is still checked at every chunk. With a rate limit each chunk
+        also pays the token bucket; without one the loop has no extra work.
         """
         direct = open_direct_body(response, self._read_timeout) if total is not None else None
         chunks: Iterable[bytes | memoryview] = direct.chunks() if direct else response.iter_raw()
@@ -247,6 +253,7 @@ class ResumableDownload:
         next_report_at = began + REPORT_EVERY_S
         reported = start
         abort = self._abort
+        pace = self._bucket.take if self._bucket is not None else None
         failed = True
         try:
             # Unbuffered: writes go to the kernel as they are, with no copy in between.
@@ -255,6 +262,8 @@ class ResumableDownload:
                     _write_all(file, chunk)
                     done += len(chunk)
                     self._received += len(chunk)
+                    if pace is not None:
+                        pace(len(chunk))
                     abort.raise_if_set()
                     now = time.monotonic()
                     if now < next_report_at:
