@@ -45,6 +45,9 @@ _SPEED_EVERY_S = 0.5
 # Progress reports while bytes flow: often enough for a live percentage and the stall
 # watchdog (minutes), rare enough to cost nothing next to the copying.
 REPORT_EVERY_S = 0.05
+# MIRROR_DOWNLOAD_RATE_LIMIT: the receive buffer of a paced download (see _receive_buffer).
+RECEIVE_BUFFER_SECONDS = 0.25
+RECEIVE_BUFFER_MIN = 64 * 1024
 
 
 def sidecar_path(dest: Path) -> Path:
@@ -65,8 +68,9 @@ class _Interrupter:
     connection opens, so even a server that never sends headers can be interrupted.
     """
 
-    def __init__(self, abort: AbortSignal) -> None:
+    def __init__(self, abort: AbortSignal, receive_buffer: int | None = None) -> None:
         self._abort = abort
+        self._receive_buffer = receive_buffer
         self._socket: socket.socket | None = None
         self.response: httpx.Response | None = None
 
@@ -77,6 +81,10 @@ class _Interrupter:
         sock = stream.get_extra_info("socket") if stream is not None else None
         if isinstance(sock, socket.socket):
             self._socket = sock
+            if self._receive_buffer is not None:
+                # Best effort: a socket that refuses only keeps its bigger buffer.
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
             if self._abort.is_set():
                 self.interrupt()
 
@@ -124,7 +132,7 @@ class ResumableDownload:
         self._on_progress = on_progress
         self._abort = abort
         self._policy = policy
-        self._link = _Interrupter(abort)
+        self._link = _Interrupter(abort, _receive_buffer(rate_limit))
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
         self._read_timeout = http.timeout.read
@@ -351,6 +359,19 @@ class ResumableDownload:
         if isinstance(exc, httpx.TimeoutException) or getattr(exc, "timed_out", False):
             return f"Jellyfin did not answer in time for the {where}: {kind}: {detail}"
         return f"Jellyfin unreachable for the {where}: {kind}: {detail}"
+
+
+def _receive_buffer(rate_limit: float | None) -> int | None:
+    """With a rate limit, a socket receive buffer of a quarter second at that rate.
+
+    Linux grows a receive buffer up to tens of MB by itself, even under a paced reader
+    at times; Jellyfin would then send that much at full speed before the pace reaches
+    it. A fixed buffer keeps what leaves Jellyfin close to the limit (Linux doubles the
+    value for its bookkeeping). Without a limit the kernel's autotuning is left alone.
+    """
+    if rate_limit is None:
+        return None
+    return max(RECEIVE_BUFFER_MIN, int(rate_limit * RECEIVE_BUFFER_SECONDS))
 
 
 def _write_all(file: IO[Any], chunk: bytes | memoryview) -> None:
