@@ -170,3 +170,12 @@ def test_n_bytes_at_a_real_rate_take_about_n_over_rate_seconds() -> None:
     elapsed = time.monotonic() - began
     expected = (total - bucket.burst) / rate  # 0.4 s
     assert expected * 0.9 <= elapsed <= expected + 1.0, elapsed
+
+
+def test_the_job_table_shows_why_a_job_waits() -> None:
+    from mirror.cli.views import progress_summary
+    from mirror.download_gate import waiting_for_slot
+
+    data = waiting_for_slot(2, 2).to_json()
+    assert data == {"phase": "waiting", "note": "waiting for a download slot (2 of 2 in use)"}
+    assert progress_summary(data) == ("waiting", "", "waiting for a download slot (2 of 2 in use)")
