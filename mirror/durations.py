@@ -1,4 +1,4 @@
-"""Human durations, sizes and rates (`500ms`, `10s`, `30m`, `1h`, `64MiB`, `45.1 MB/s`).
+"""Human durations, sizes and rates (`500ms`, `10s`, `30m`, `1h`, `64MiB`, `40MB/s`).
 
 Pure parsing for settings (so the settings module only declares fields and the rules
 between them) and the formatting every view shares; numbers are stored as numbers.
@@ -60,6 +60,51 @@ def parse_size(value: object) -> int:
     if size < 0:
         raise ValueError(f"size must not be negative, got {value!r}")
     return size
+
+
+# A byte rate: a size (same units as above), then an optional `/s`. Bits are refused
+# (`Mbit/s`, `Mbps`): a limit off by a factor of eight is worse than an error.
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*(?:/\s*s(?:ec)?)?\s*$", re.IGNORECASE)
+_RATE_HELP = "use bytes per second, e.g. 40MB/s, 500KB/s, 1.5GiB/s; 0 or empty: no limit"
+# Below this a limit is surely a typo (e.g. `40` meant as 40 MB/s): downloads would take days.
+MIN_RATE = 1000.0
+
+
+def parse_rate(value: object) -> float | None:
+    """Bytes per second from `40MB/s`, `500KB/s`, `1.5GiB/s`, `40MB` or plain bytes/s.
+
+    KB, MB, GB are powers of 1000, KiB, MiB, GiB powers of 1024 (as in `parse_size`);
+    empty, `0`, `off` and `unlimited` mean no limit (None).
+    """
+    if value is None or isinstance(value, bool):
+        if value is None:
+            return None
+        raise ValueError(f"not a rate: {value!r} ({_RATE_HELP})")
+    if isinstance(value, int | float):
+        rate = float(value)
+    elif isinstance(value, str):
+        if value.strip().lower() in ("", "0", "off", "unlimited", "none"):
+            return None
+        match = _RATE.match(value)
+        if not match:
+            raise ValueError(f"not a rate: {value!r} ({_RATE_HELP})")
+        unit = (match.group(2) or "b").lower().rstrip("b") or "b"
+        rate = float(match.group(1)) * _SIZE_UNITS[unit]
+    else:
+        raise ValueError(f"not a rate: {value!r} ({_RATE_HELP})")
+    if rate == 0:
+        return None
+    if rate < MIN_RATE:
+        raise ValueError(f"{value!r} is below {format_rate_limit(MIN_RATE)}; {_RATE_HELP}")
+    return rate
+
+
+def format_rate_limit(bytes_per_s: float) -> str:
+    """Short human form for messages: `40 MB/s` (decimal, as network rates are quoted)."""
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:.3g} {unit}"
+    return f"{bytes_per_s:.0f} B/s"
 
 
 def format_duration(seconds: float) -> str:

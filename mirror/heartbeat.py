@@ -7,7 +7,8 @@ so phases without callbacks never look stale. It stops the attempt through the j
 `AbortSignal` when:
 
 - the row says the job was cancelled, or the lease belongs to someone else now;
-- no progress arrived for `stall_timeout` (a hung ffmpeg or a silent socket);
+- no progress arrived for `stall_timeout` (a hung ffmpeg or a silent socket), unless the
+  job is merely waiting its turn (phase `waiting`: a download slot held by others);
 - no beat succeeded for `lease_timeout` (e.g. the process was paused or Postgres was
   unreachable that long): a reaper elsewhere may already have handed the job to another
   worker, so this attempt must not write anything more.
@@ -213,7 +214,7 @@ class Heartbeat:
                     "another worker may own the job now)"
                 )
             )
-        elif since_progress >= self.stall_timeout:
+        elif since_progress >= self.stall_timeout and phase != "waiting":
             self.abort.trigger(
                 Stalled(
                     f"stalled: no progress for {format_duration(since_progress)} in phase {phase}"

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from mirror.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.errors import PermanentError
 from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
@@ -94,6 +95,8 @@ class MirrorPipeline:
     s3_prefix: str = ""
     free_space_reserve: int = 0
     unprobed_timeout: float = 24 * 3600.0
+    # MIRROR_JELLYFIN_MAX_DOWNLOADS: downloads at once across all workers (no cap by default).
+    download_gate: DownloadGate = NO_DOWNLOAD_CAP
 
     def __call__(self, lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         # A silent Jellyfin or S3 must not hold a shutdown or a stall watchdog back.
@@ -110,13 +113,16 @@ class MirrorPipeline:
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
 
-            self.media.download(
-                lease.job.item_id,
-                source,
-                expected_size=item.size,
-                on_progress=heartbeat,
-                abort=heartbeat.abort,
-            )
+            with self.download_gate.download_slot(
+                lease.job_id, on_progress=heartbeat, abort=heartbeat.abort
+            ):
+                self.media.download(
+                    lease.job.item_id,
+                    source,
+                    expected_size=item.size,
+                    on_progress=heartbeat,
+                    abort=heartbeat.abort,
+                )
             heartbeat.flush()
 
             # Map from the file itself (Jellyfin numbers sidecars first) and check its list.

@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-Phase = Literal["download", "transcode", "upload"]
+# `waiting`: claimed, but held back before a phase (a download slot); `note` says why.
+Phase = Literal["download", "transcode", "upload", "waiting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class Progress:
     duration_s: float | None = None
     speed_bps: int | None = None  # bytes per second (download, upload)
     speed_factor: float | None = None  # media seconds per second (ffmpeg's `2.5x`)
+    note: str | None = None
 
     @property
     def percent(self) -> float | None:

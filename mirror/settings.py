@@ -24,7 +24,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from mirror.durations import format_duration, parse_duration, parse_size
+from mirror.durations import format_duration, parse_duration, parse_rate, parse_size
 from mirror.errors import ConfigError
 from mirror.redact import hide_url_password, register_secrets, url_password
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
@@ -59,7 +59,23 @@ def _split_commas(value: Any) -> Any:
     return value
 
 
+def _download_cap(value: Any) -> Any:
+    """A whole number of downloads at once; empty (an unset compose variable) means 0: no cap."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return 0
+        if not text.isdigit():
+            raise ValueError(
+                f"must be a whole number of downloads at once, e.g. 2 (0 or empty: no limit), "
+                f"got {value!r}"
+            )
+        return int(text)
+    return value
+
+
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+Rate = Annotated[float | None, BeforeValidator(parse_rate)]
 Secret = Annotated[SecretStr | None, BeforeValidator(_clean_secret)]
 Size = Annotated[int, BeforeValidator(parse_size)]
 # NoDecode: the environment gives `Movie,Episode`, not the JSON pydantic expects for lists.
@@ -122,6 +138,13 @@ class Settings(BaseSettings):
 
     jellyfin_url: str | None = None
     jellyfin_api_key: Secret = None
+    # Downloads from Jellyfin at once across every worker on every host (0: no cap);
+    # the slots are advisory locks in Postgres (mirror.db.download_slots).
+    jellyfin_max_downloads: Annotated[int, BeforeValidator(_download_cap)] = Field(
+        default=0, ge=0, le=10_000
+    )
+    # Bytes per second per download (None: as fast as the link goes).
+    download_rate_limit: Rate = None
 
     s3_bucket: str | None = None
     s3_prefix: str = ""

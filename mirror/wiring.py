@@ -17,11 +17,13 @@ from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db import migrations
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
+from mirror.db.download_slots import DownloadSlots
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.listen import JobListener
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository, Lease
 from mirror.db.stats import QueueStats
+from mirror.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.jellyfin import JellyfinClient
 from mirror.jellyfin.body import fast_path_problem
 from mirror.logs import get_logger
@@ -145,7 +147,11 @@ def worker_name(slot: int | None = None) -> str:
 def jellyfin_client(settings: Settings) -> JellyfinClient:
     settings.require("jellyfin_url", "jellyfin_api_key")
     assert settings.jellyfin_url is not None and settings.jellyfin_api_key is not None
-    return JellyfinClient(settings.jellyfin_url, settings.jellyfin_api_key.get_secret_value())
+    return JellyfinClient(
+        settings.jellyfin_url,
+        settings.jellyfin_api_key.get_secret_value(),
+        download_rate_limit=settings.download_rate_limit,
+    )
 
 
 def s3_storage(settings: Settings) -> S3Storage:
@@ -172,6 +178,22 @@ def s3_storage_for(settings: Settings, **overrides: Any) -> S3Storage:
         secret_access_key=secret.get_secret_value() if secret else None,
         part_size=settings.s3_part_size,
         **overrides,
+    )
+
+
+def download_gate(settings: Settings) -> DownloadGate:
+    """MIRROR_JELLYFIN_MAX_DOWNLOADS as slots in Postgres, or no gate at all (the default).
+
+    A slot's connection is dropped by Postgres after a stale timeout of silence, and its
+    holder pings it every heartbeat interval (mirror.db.download_slots).
+    """
+    if not settings.jellyfin_max_downloads:
+        return NO_DOWNLOAD_CAP
+    return DownloadSlots(
+        settings.database_url_required,
+        settings.jellyfin_max_downloads,
+        hold_timeout_s=settings.stale_timeout,
+        ping_interval_s=settings.heartbeat_interval,
     )
 
 
@@ -204,6 +226,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         s3_prefix=settings.s3_prefix,
         free_space_reserve=settings.free_space_reserve,
         unprobed_timeout=settings.unprobed_timeout,
+        download_gate=download_gate(settings),
     )
     policy = AttemptPolicy(
         heartbeat_interval=settings.heartbeat_interval,

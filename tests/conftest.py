@@ -22,6 +22,7 @@ HEAVY = {
     "test_paused_worker_cannot_finish_the_job_it_lost",
     "test_eight_processes_claim_each_of_2000_jobs_exactly_once",
     "test_four_workers_with_two_slots_mirror_30_items_exactly_once",
+    "test_four_workers_with_max_downloads_2_never_download_more_than_two_at_once",
     "test_live_job_longer_than_stale_timeout_is_never_reclaimed",
 }
 

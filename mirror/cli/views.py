@@ -32,7 +32,8 @@ def heartbeat_age(record: JobRecord, now: datetime | None = None) -> str:
 
 
 def progress_summary(data: dict[str, Any] | None) -> tuple[str, str, str]:
-    """(phase, percent, counts) from heartbeat_data, blank where unknown."""
+    """(phase, percent, counts) from heartbeat_data, blank where unknown; a waiting job's
+    note stands in for its counts."""
     if not data:
         return "", "", ""
     percent = data.get("percent")
@@ -44,6 +45,8 @@ def progress_summary(data: dict[str, Any] | None) -> tuple[str, str, str]:
         total = data.get("bytes_total")
         done = format_bytes(data["bytes_done"])
         counts = f"{done}/{format_bytes(total)}" if total else done
+    elif data.get("note"):  # why a claimed job is not moving, e.g. waiting for a slot
+        counts = str(data["note"])
     return (
         str(data.get("phase", "")),
         f"{percent:.1f}%" if isinstance(percent, int | float) else "",

@@ -71,10 +71,12 @@ class JellyfinClient:
         retry_attempts: int = 5,
         retry_max_wait: float = 30,
         retry_initial_wait: float = 0.5,
+        download_rate_limit: float | None = None,
     ) -> None:
         if not api_key:
             raise PermanentError("no Jellyfin API key given")
         self.base_url = base_url.rstrip("/")
+        self.download_rate_limit = download_rate_limit  # bytes/s per download; None: no limit
         # No total timeout: a big original takes as long as it takes; `read` bounds
         # each single read, so a silent server is still noticed.
         timeout = httpx.Timeout(
@@ -239,6 +241,7 @@ class JellyfinClient:
             abort=abort,
             policy=self._retry,
             server_version=self.server_version,
+            rate_limit=self.download_rate_limit,
         ).run()
         # 10.11.1-10.11.4 may have served a symlink's few bytes with a matching Size: a
         # range request tells (they answer it with 500 for such files only).

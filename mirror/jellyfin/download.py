@@ -34,6 +34,7 @@ from mirror.jellyfin.failures import (
     raise_for_status,
 )
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
+from mirror.jellyfin.throttle import TokenBucket
 from mirror.progress import AbortSignal, Progress, ProgressCallback
 
 logger = logging.getLogger("mirror.jellyfin")
@@ -44,6 +45,9 @@ _SPEED_EVERY_S = 0.5
 # Progress reports while bytes flow: often enough for a live percentage and the stall
 # watchdog (minutes), rare enough to cost nothing next to the copying.
 REPORT_EVERY_S = 0.05
+# MIRROR_DOWNLOAD_RATE_LIMIT: the receive buffer of a paced download (see _receive_buffer).
+RECEIVE_BUFFER_SECONDS = 0.25
+RECEIVE_BUFFER_MIN = 64 * 1024
 
 
 def sidecar_path(dest: Path) -> Path:
@@ -59,8 +63,9 @@ class _Interrupter:
     connection opens, so even a server that never sends headers can be interrupted.
     """
 
-    def __init__(self, abort: AbortSignal) -> None:
+    def __init__(self, abort: AbortSignal, receive_buffer: int | None = None) -> None:
         self._abort = abort
+        self._receive_buffer = receive_buffer
         self._socket: socket.socket | None = None
         self.response: httpx.Response | None = None
 
@@ -71,6 +76,10 @@ class _Interrupter:
         sock = stream.get_extra_info("socket") if stream is not None else None
         if isinstance(sock, socket.socket):
             self._socket = sock
+            if self._receive_buffer is not None:
+                # Best effort: a socket that refuses only keeps its bigger buffer.
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
             if self._abort.is_set():
                 self.interrupt()
 
@@ -106,6 +115,7 @@ class ResumableDownload:
         abort: AbortSignal,
         policy: RetryPolicy,
         server_version: Callable[[], str | None] | None = None,
+        rate_limit: float | None = None,
     ) -> None:
         self._http = http
         self._server_version = server_version
@@ -117,10 +127,13 @@ class ResumableDownload:
         self._on_progress = on_progress
         self._abort = abort
         self._policy = policy
-        self._link = _Interrupter(abort)
+        self._link = _Interrupter(abort, _receive_buffer(rate_limit))
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
         self._read_timeout = http.timeout.read
+        # MIRROR_DOWNLOAD_RATE_LIMIT; one bucket for every try, so a resume keeps the pace.
+        # Its sleep wakes on an abort (the loop then raises the reason).
+        self._bucket = TokenBucket(rate_limit, sleep=abort.wait) if rate_limit is not None else None
 
     def run(self) -> int:
         """Download (or finish) the file; returns its size once verified."""
@@ -231,7 +244,8 @@ class ResumableDownload:
         Chunks come straight from the socket when possible (see mirror.jellyfin.body),
         else from httpx's iter_raw. Progress is reported on a clock, not per chunk: a
         fast link delivers thousands of chunks a second and the heartbeat needs a few.
-        The abort signal is still checked at every chunk.
+        The abort signal is still checked at every chunk. With a rate limit each chunk
+        also pays the token bucket; without one the loop has no extra work.
         """
         direct = open_direct_body(response, self._read_timeout) if total is not None else None
         chunks: Iterable[bytes | memoryview] = direct.chunks() if direct else response.iter_raw()
@@ -242,6 +256,7 @@ class ResumableDownload:
         next_report_at = began + REPORT_EVERY_S
         reported = start
         abort = self._abort
+        pace = self._bucket.take if self._bucket is not None else None
         failed = True
         try:
             # Unbuffered: writes go to the kernel as they are, with no copy in between.
@@ -250,6 +265,8 @@ class ResumableDownload:
                     _write_all(file, chunk)
                     done += len(chunk)
                     self._received += len(chunk)
+                    if pace is not None:
+                        pace(len(chunk))
                     abort.raise_if_set()
                     now = time.monotonic()
                     if now < next_report_at:
@@ -339,6 +356,19 @@ class ResumableDownload:
         if isinstance(exc, httpx.TimeoutException) or getattr(exc, "timed_out", False):
             return f"Jellyfin did not answer in time for the {where}: {kind}: {detail}"
         return f"Jellyfin unreachable for the {where}: {kind}: {detail}"
+
+
+def _receive_buffer(rate_limit: float | None) -> int | None:
+    """With a rate limit, a socket receive buffer of a quarter second at that rate.
+
+    Linux grows a receive buffer up to tens of MB by itself, even under a paced reader
+    at times; Jellyfin would then send that much at full speed before the pace reaches
+    it. A fixed buffer keeps what leaves Jellyfin close to the limit (Linux doubles the
+    value for its bookkeeping). Without a limit the kernel's autotuning is left alone.
+    """
+    if rate_limit is None:
+        return None
+    return max(RECEIVE_BUFFER_MIN, int(rate_limit * RECEIVE_BUFFER_SECONDS))
 
 
 def _write_all(file: IO[Any], chunk: bytes | memoryview) -> None:

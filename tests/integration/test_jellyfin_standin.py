@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mirror.demo.stand_in.server import JellyfinStandIn
+from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn, most_at_once
 from mirror.item import MediaStream
 
 SIZE = 100_000
@@ -233,6 +233,45 @@ def test_throttle_slows_the_body_down(
     _, body = get(conn, jellyfin, f"/Items/{item_id}/Download")
     assert len(body) == SIZE
     assert 0.2 <= time.monotonic() - began < 2  # 100 kB at 400 kB/s
+
+
+def spans_once_recorded(standin: JellyfinStandIn, count: int) -> list[DownloadSpan]:
+    """The spans, once `count` are there: a span is written just after its last byte."""
+    deadline = time.monotonic() + 10
+    while len(spans := standin.download_spans()) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return spans
+
+
+def test_download_spans_time_each_body_on_the_server_side(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
+) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    jellyfin.throttle(400_000)
+    get(conn, jellyfin, f"/Items/{item_id}/Download")
+    get(conn, jellyfin, f"/Items/{item_id}/Download", Range="bytes=50000-")
+    first, second = spans_once_recorded(jellyfin, 2)
+    assert (first.item_id, first.status, first.bytes_sent) == (item_id, 200, SIZE)
+    assert (second.status, second.bytes_sent) == (206, SIZE - 50_000)
+    assert 0.2 <= first.ended - first.started < 2  # 100 kB at 400 kB/s
+    assert first.ended <= second.started
+    assert most_at_once([first, second]) == 1
+
+
+def test_most_at_once_counts_overlapping_spans(jellyfin: JellyfinStandIn, media: Path) -> None:
+    item_id = jellyfin.add_item(media, name="x", streams=[], duration_s=1)
+    jellyfin.throttle(200_000)  # each body takes about half a second
+    url = urlsplit(jellyfin.url)
+    connections = [
+        http.client.HTTPConnection(url.hostname or "", url.port, timeout=10) for _ in range(3)
+    ]
+    auth = f'MediaBrowser Token="{jellyfin.api_key}"'
+    for connection in connections:  # three requests in flight before any is read
+        connection.request("GET", f"/Items/{item_id}/Download", headers={"Authorization": auth})
+    for connection in connections:
+        assert len(connection.getresponse().read()) == SIZE
+        connection.close()
+    assert most_at_once(spans_once_recorded(jellyfin, 3)) == 3
 
 
 def test_stop_ends_even_a_stalled_download(media: Path) -> None:

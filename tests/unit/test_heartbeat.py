@@ -139,6 +139,26 @@ def test_moving_progress_never_trips_the_stall_watchdog() -> None:
     assert not heartbeat.abort.is_set()
 
 
+def test_waiting_for_a_download_slot_is_not_a_stall_but_the_download_after_it_is_watched() -> None:
+    clock = FakeClock()
+    heartbeat, store = make_heartbeat(clock, interval=10, stall=60)
+    waiting = Progress(phase="waiting", note="waiting for a download slot (2 of 2 in use)")
+    heartbeat(waiting)
+    for _ in range(60):  # ten minutes of waiting, ten stall timeouts
+        clock.now += 10
+        heartbeat(waiting)
+        heartbeat.check_watchdogs(clock.now)
+    assert not heartbeat.abort.is_set(), heartbeat.abort.reason
+    assert store.progress is not None
+    assert store.progress["phase"] == "waiting"
+    assert store.progress["note"] == "waiting for a download slot (2 of 2 in use)"
+    # The slot came: from now on a silent download is a stall again.
+    heartbeat(Progress(phase="download", bytes_done=0, bytes_total=1000))
+    clock.now += 61
+    heartbeat.check_watchdogs(clock.now)
+    assert isinstance(heartbeat.abort.reason, Stalled)
+
+
 def test_database_errors_are_survived_until_the_local_lease_expires() -> None:
     clock = FakeClock()
     heartbeat, queue = make_heartbeat(clock, interval=10, lease=60)

@@ -17,6 +17,7 @@ import select
 import socket
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,6 +65,18 @@ class RequestRecord:
     status: int
 
 
+@dataclass(frozen=True)
+class DownloadSpan:
+    """One download body as the server sent it: when its first and last bytes went out
+    (time.monotonic() of this process) and how many bytes that was."""
+
+    item_id: str
+    started: float
+    ended: float
+    bytes_sent: int
+    status: int
+
+
 @dataclass
 class FailRule:
     status: int
@@ -79,6 +92,7 @@ class Faults:
         self.lock = threading.Lock()
         self.unstalled = threading.Condition(self.lock)
         self.throttle_bps: int | None = None
+        self.send_buffer: int | None = None  # SO_SNDBUF of download answers (None: the kernel's)
         self.stalled = False
         self.metadata_stalled = False  # GET /Items answers nothing until un-stalled
         self.metadata_waiting = 0  # requests held by that stall right now
@@ -119,12 +133,17 @@ class StandInState:
     stopping: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     log: list[RequestRecord] = field(default_factory=list)
+    download_spans: list[DownloadSpan] = field(default_factory=list)
     bytes_served: int = 0
     connections: set[socket.socket] = field(default_factory=set)
 
     def record(self, record: RequestRecord) -> None:
         with self.lock:
             self.log.append(record)
+
+    def record_span(self, span: DownloadSpan) -> None:
+        with self.lock:
+            self.download_spans.append(span)
 
     def count_served(self, n_bytes: int) -> None:
         with self.lock:
@@ -351,7 +370,17 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             if byte_range:
                 self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
             self.end_headers()
-            self._send_file(file, first, last - first + 1)
+            with self.state.faults.lock:
+                send_buffer = self.state.faults.send_buffer
+            if send_buffer:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+            started, sent = time.monotonic(), 0
+            try:
+                sent = self._send_file(file, first, last - first + 1)
+            finally:
+                status = 206 if byte_range else 200
+                span = DownloadSpan(item_id, started, time.monotonic(), sent, status)
+                self.state.record_span(span)
 
     def _answer_symlink_bug(
         self, file: Any, link_size: int, range_header: str | None, last_modified: str
@@ -369,14 +398,14 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         self._send_file(file, 0, link_size)
 
     # download body ----------------------------------------------------------------
-    def _send_file(self, file: Any, offset: int, length: int) -> None:
-        """sendfile() in slices, so throttles, cuts and stalls apply between them."""
+    def _send_file(self, file: Any, offset: int, length: int) -> int:
+        """sendfile() in slices, so throttles, cuts and stalls apply between them; bytes sent."""
         faults = self.state.faults
         cut_at = faults.take_cut(length)
         sent = 0
         while sent < length:
             if not self._wait_while_stalled():
-                return
+                return sent
             with faults.lock:
                 rate = faults.throttle_bps
             size = min(length - sent, _CHUNK)
@@ -386,7 +415,7 @@ class JellyfinHandler(BaseHTTPRequestHandler):
                 size = min(size, cut_at - sent)
                 if size <= 0:
                     self._hang_up()
-                    return
+                    return sent
             # Counted before sending: a client holding the bytes always sees them counted.
             self.state.count_served(size)
             try:
@@ -396,11 +425,12 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             self.state.count_served(n - size)
             if n == 0:
                 self.close_connection = True
-                return
+                return sent
             sent += n
             if rate and self.state.stopping.wait(n / rate):
                 self._hang_up()
-                return
+                return sent
+        return sent
 
     def _wait_while_stalled(self) -> bool:
         """Block while downloads are stalled; False once the client or server gave up."""

@@ -24,6 +24,7 @@ from typing import Any
 
 from mirror.demo.stand_in.catalog import Catalog, Sidecar
 from mirror.demo.stand_in.handler import (
+    DownloadSpan,
     FailRule,
     RequestRecord,
     StandInHTTPServer,
@@ -31,7 +32,7 @@ from mirror.demo.stand_in.handler import (
 )
 from mirror.item import MediaStream
 
-__all__ = ["JellyfinStandIn", "RequestRecord", "Sidecar"]
+__all__ = ["DownloadSpan", "JellyfinStandIn", "RequestRecord", "Sidecar", "most_at_once"]
 
 
 class JellyfinStandIn:
@@ -160,6 +161,16 @@ class JellyfinStandIn:
         with self._state.faults.lock:
             self._state.faults.throttle_bps = bytes_per_s or None
 
+    def limit_send_buffer(self, n_bytes: int | None) -> None:
+        """Give download answers a send buffer of about `n_bytes` (None: the kernel's).
+
+        Linux lets a socket buffer megabytes, so a server finishes sending long before
+        a slow reader has read; with a small buffer the server's own timing
+        (`download_spans`) follows the reader's pace, as a rate limit test needs.
+        """
+        with self._state.faults.lock:
+            self._state.faults.send_buffer = n_bytes or None
+
     def cut_after(self, n_bytes: int, times: int = 1) -> None:
         """Drop the connection after `n_bytes` of a download body, for `times` downloads.
 
@@ -216,12 +227,31 @@ class JellyfinStandIn:
         with self._state.lock:
             return list(self._state.log)
 
+    def download_spans(self) -> list[DownloadSpan]:
+        """Every download body sent so far (start and end, server side), oldest first."""
+        with self._state.lock:
+            return list(self._state.download_spans)
+
     def download_requests(self) -> list[RequestRecord]:
         return [r for r in self.requests if r.path.lower().endswith("/download")]
 
     def clear_request_log(self) -> None:
         with self._state.lock:
             self._state.log.clear()
+            self._state.download_spans.clear()
+
+
+def most_at_once(spans: Sequence[DownloadSpan]) -> int:
+    """The most downloads that were being sent at the same moment.
+
+    A span that ends exactly when another starts does not overlap it (ends sort first).
+    """
+    events = sorted([(s.started, 1) for s in spans] + [(s.ended, -1) for s in spans])
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
 
 
 def main(argv: Sequence[str] | None = None) -> None:
