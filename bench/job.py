@@ -154,6 +154,19 @@ def attempt_closed(repo: JobRepository, job_id: uuid.UUID) -> bool:
     return bool(ended)
 
 
+PEAK_WORK_DIR: list[int] = []
+
+
+def allocated_bytes(root: Path) -> int:
+    """Disk blocks in use under `root` (files vanish while it is walked: skipped)."""
+    total = 0
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(folder, name)).st_blocks * 512
+    return total
+
+
 def wait_until_done(repo: JobRepository, job_id: uuid.UUID, work_dir: Path) -> float:
     """When the job read `done` (perf_counter); returns once its attempt is closed too.
 
@@ -163,10 +176,17 @@ def wait_until_done(repo: JobRepository, job_id: uuid.UUID, work_dir: Path) -> f
     """
     deadline = time.monotonic() + 300
     done_at: float | None = None
+    peak, polls = 0, 0
     while True:
         time.sleep(0.01)
+        polls += 1
         if done_at is None and work_dir.exists():
+            if polls % 5 == 0:  # every 50 ms: bytes the work directory holds on disk
+                peak = max(peak, allocated_bytes(work_dir))
             continue
+        if peak:
+            PEAK_WORK_DIR.append(peak)
+            peak = 0
         status = repo.get(job_id).status
         if status == "done":
             done_at = done_at or time.perf_counter()
@@ -283,6 +303,8 @@ def main() -> None:
         f"ours one-shot (mirror worker --burst, start-up and exit included): {burst_s:.2f} s "
         f"median = {burst_s / peer_s:.3f}x the peer"
     )
+    peak = max(PEAK_WORK_DIR[-len(result.ours) :], default=0)
+    print(f"peak work dir: {peak / MB:.0f} MB = {peak / sample.size:.2f}x the item (max of runs)")
     print(
         f"peer (curl + ffmpeg + aws s3 cp --recursive): {peer_s:.2f} s median = "
         f"{harness.median(phases[0]):.2f} + {harness.median(phases[1]):.2f} + "

@@ -122,13 +122,21 @@ class Heartbeat:
     def checkpoint(self) -> None:
         """Beat now, synchronously, and raise unless this attempt still owns the job.
 
-        Called before side effects another worker could race (the S3 upload), so a
-        worker that was paused past stale_timeout finds out before writing anything.
+        Called before side effects another worker could race (publishing the outputs),
+        so a worker paused past stale_timeout finds out before S3 shows anything. While
+        Postgres is unreachable it keeps trying, up to the lease timeout.
         """
-        self.check_watchdogs(self.clock())
-        self.abort.raise_if_set()
-        with self._lock:
-            self._write_locked(self.clock(), raise_db_errors=True)
+        while True:
+            self.check_watchdogs(self.clock())
+            self.abort.raise_if_set()
+            try:
+                with self._lock:
+                    self._write_locked(self.clock(), raise_db_errors=True)
+                break
+            except DATABASE_OUTAGE:
+                # Postgres is away (the outputs wait, invisible): try again until it
+                # answers or the local lease runs out, which fires the abort above.
+                self.abort.wait(min(self.interval, 1.0))
         self.abort.raise_if_set()
 
     def flush(self) -> None:

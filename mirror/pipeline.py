@@ -7,13 +7,17 @@ order they run, where the files go, and when the lease is checked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from mirror.background import BackgroundCall
 from mirror.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.errors import PermanentError
+from mirror.growing_file import GrowingFile
 from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
@@ -22,6 +26,7 @@ from mirror.item import MediaItem
 from mirror.jobs import Lease, Mirrored
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
+from mirror.phases import OverlappedPhases
 from mirror.progress import AbortSignal, ProgressCallback, abortably
 from mirror.sources import require_media_file, require_probed
 from mirror.transcode import (
@@ -36,6 +41,7 @@ from mirror.transcode import (
     run_transcode,
     verify_outputs,
 )
+from mirror.transcode.streamable import HEAD_BYTES, bytes_before_probe
 from mirror.transcode.verify import VerifiedOutputs
 from mirror.versions import ffmpeg_version, mirror_version
 from mirror.workspace import Workspace
@@ -70,7 +76,33 @@ class ObjectStore(Protocol):
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
     ) -> Mapping[str, FileDigest]: ...
 
+    def stream_files(
+        self,
+        uploads: Sequence[Upload],
+        *,
+        follow: bool,
+        on_progress: ProgressCallback,
+        abort: AbortSignal,
+    ) -> OutputUpload: ...
+
     def put_bytes(self, key: str, body: bytes, content_type: str) -> None: ...
+
+
+class OutputUpload(Protocol):
+    """The outputs' multipart uploads (S3's StreamingUpload): fed while the files grow
+    when asked to follow them, visible only after `publish`, aborted on any other exit."""
+
+    def __enter__(self) -> OutputUpload: ...
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None: ...
+
+    def finish(self) -> Mapping[str, FileDigest]:
+        """The files are final: send the rest; their size and SHA-256 by key."""
+        ...
+
+    def publish(self) -> None:
+        """Complete the uploads: the moment the outputs become visible."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,48 +144,52 @@ class MirrorPipeline:
             self._plan(item, workspace.file("out"), source)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
-
-            with self.download_gate.download_slot(
-                lease.job_id, on_progress=heartbeat, abort=heartbeat.abort
-            ):
-                self.media.download(
-                    lease.job.item_id,
-                    source,
-                    expected_size=item.size,
-                    on_progress=heartbeat,
-                    abort=heartbeat.abort,
-                )
-            heartbeat.flush()
-
-            # Map from the file itself (Jellyfin numbers sidecars first) and check its list.
-            plan = self._plan_from_file(item, workspace.file("out"), source)
-            run_transcode(plan, self.transcode.ffmpeg_path, heartbeat, heartbeat.abort)
-            plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
-            heartbeat.flush()
-            # Nothing reaches S3 unless every output holds what the plan says.
-            verified = verify_outputs(plan, self.transcode.ffmpeg_path)
-
-            uploads, audio_entries = self._uploads(lease.job.item_id, plan)
-            # hls: subtitles and playlists join the uploads, the master last.
-            hls_key, subtitle_entries = self._package(lease.job.item_id, plan, verified, uploads)
+            # Download, transcode and upload overlap: one stop signal ends them all.
+            phases, stop = OverlappedPhases(heartbeat), heartbeat.abort.linked()
+            growing = GrowingFile(source, stop)
+            download = partial(self._download, lease, item, growing, phases, stop)
+            with BackgroundCall(download, stop, name="download") as downloading:
+                # Map from the file itself (Jellyfin numbers sidecars first), check its list.
+                plan, fed = self._plan_from_file(item, workspace.file("out"), growing)
+                uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+                # A killed attempt's unfinished uploads of these keys go before ours begin.
+                keys = [upload.key for upload in uploads]
+                abortably(stop, lambda: self.store.abort_stale_multipart_uploads(keys))
+                # Fragmented outputs go up while ffmpeg writes them; nothing visible yet.
+                with self.store.stream_files(
+                    uploads, follow=plan.fragmented, on_progress=phases, abort=stop
+                ) as outputs:
+                    run_transcode(
+                        plan, self.transcode.ffmpeg_path, phases, stop, growing_source=fed
+                    )
+                    downloading.join()
+                    source.unlink(missing_ok=True)  # read whole, and no attempt needs to resume it
+                    phases.finished("transcode")
+                    plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
+                    # Nothing becomes visible unless every output holds what the plan says.
+                    verified = verify_outputs(plan, self.transcode.ffmpeg_path)
+                    digests = dict(outputs.finish())
+                    # hls: subtitles and playlists (the master last) from the files' fragments.
+                    extra: list[Upload] = []
+                    hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
+                    # A worker paused past stale_timeout finds out here, before S3 shows it.
+                    heartbeat.checkpoint()
+                    outputs.publish()
+            digests |= self.store.upload_files(extra, on_progress=phases, abort=stop)
+            uploads += extra
             for entry, audio in zip(audio_entries, verified.audio, strict=True):
                 entry["duration_s"] = audio.duration_s
-            # A worker paused past stale_timeout finds out here, before writing to S3.
-            heartbeat.checkpoint()
-            stale_keys = [upload.key for upload in uploads]
-            abortably(heartbeat.abort, lambda: self.store.abort_stale_multipart_uploads(stale_keys))
-            digests = self.store.upload_files(uploads, on_progress=heartbeat, abort=heartbeat.abort)
             # Size and SHA-256 as read while uploading: what S3 holds, byte for byte.
             video = {
                 **verified.video.video_json(uploads[0].key),
                 **digests[uploads[0].key].facts(),
             }
-            for entry in [*audio_entries, *subtitle_entries]:
+            for entry in [*audio_entries, *subtitles]:
                 entry.update(digests[entry["key"]].facts())
             # Last object, after every output: its presence marks a complete mirror.
             hls = _hls_json(hls_key, uploads, digests)
             manifest = self._write_manifest(
-                lease, item, video, audio_entries, hls=hls, subtitles=subtitle_entries
+                lease, item, video, audio_entries, hls=hls, subtitles=subtitles
             )
 
         # Every output is in S3 now; run_attempt records the job done.
@@ -165,7 +201,7 @@ class MirrorPipeline:
             source=item.source_json(),
             manifest_key=manifest,
             hls_key=hls_key,
-            subtitle_keys=subtitle_entries,
+            subtitle_keys=subtitles,
         )
 
     def _write_manifest(
@@ -197,14 +233,47 @@ class MirrorPipeline:
         self.store.put_bytes(key, encode_manifest(manifest), MANIFEST_CONTENT_TYPE)
         return key
 
-    def _plan_from_file(self, item: MediaItem, output_dir: Path, source: Path) -> TranscodePlan:
-        """Plan from a quick probe; before failing on what it shows, probe in full."""
+    def _download(
+        self,
+        lease: Lease,
+        item: MediaItem,
+        source: GrowingFile,
+        phases: OverlappedPhases,
+        stop: AbortSignal,
+    ) -> None:
+        """Download (resuming a partial file) while holding a download slot, then tell
+        its reader the size is final. The wait for a slot reports `waiting` straight to
+        the heartbeat: it is no phase of the overlap."""
+        heartbeat = phases.sink
+        with self.download_gate.download_slot(lease.job_id, on_progress=heartbeat, abort=stop):
+            self.media.download(
+                item.id, source.path, expected_size=item.size, on_progress=phases, abort=stop
+            )
+        source.finish()
+        phases.finished("download")
+
+    def _plan_from_file(
+        self, item: MediaItem, output_dir: Path, source: GrowingFile
+    ) -> tuple[TranscodePlan, GrowingFile | None]:
+        """The plan, and the source to feed ffmpeg while it downloads (None: read the
+        finished file). A file ffmpeg can read front to back is planned from a quick
+        probe of its first bytes; the rest waits for the whole file, as any doubt does."""
         ffmpeg_path = self.transcode.ffmpeg_path
+        with source.path.open("rb") if source.wait_for(HEAD_BYTES) else nullcontext() as file:
+            needed = bytes_before_probe(file.read(HEAD_BYTES)) if file else None
+        if needed is not None and not source.finished:
+            source.wait_for(needed)
+            with suppress(PermanentError):  # e.g. a stream the first bytes do not show yet
+                probe = probe_file(source.path, ffmpeg_path, quick=True)
+                return self._plan(item, output_dir, source.path, probe), source
+        source.wait_until_finished()
         try:
-            return self._plan(item, output_dir, source, probe_file(source, ffmpeg_path, quick=True))
+            probe = probe_file(source.path, ffmpeg_path, quick=True)
+            return self._plan(item, output_dir, source.path, probe), None
         except PermanentError:
             # A header-only probe can miss streams a container reveals late (MPEG-TS).
-            return self._plan(item, output_dir, source, probe_file(source, ffmpeg_path))
+            probe = probe_file(source.path, ffmpeg_path)
+            return self._plan(item, output_dir, source.path, probe), None
 
     def _plan(
         self, item: MediaItem, output_dir: Path, source: Path, probe: ProbedFile | None = None

@@ -104,6 +104,18 @@ class AbortSignal:
         if reason is not None:
             raise reason
 
+    def linked(self) -> AbortSignal:
+        """A signal that fires whenever this one does (same reason) and can also fire on
+        its own: one part of a job stopping the others without stopping the attempt."""
+        child = AbortSignal()
+
+        def follow() -> None:
+            if self._reason is not None:
+                child.trigger(self._reason)
+
+        self.on_abort(follow)
+        return child
+
     def on_abort(self, hook: Callable[[], None]) -> Callable[[], None]:
         """Register a hook run when the signal fires (at once if it already has).
 

@@ -1,16 +1,18 @@
 """The fragment index of a fragmented MP4 that mirror wrote: where each fragment lies.
 
-ffmpeg writes `video.mp4` and every `.m4a` as fragmented MP4 with a global `sidx`
-(segment index) right after the `moov`: one reference per `moof`+`mdat` pair with its
-byte size and duration. That index is all a byte-range HLS playlist needs, so the
-playlists are generated from the file's own index and cannot disagree with its bytes.
-Only the head of the file is read (ftyp, moov, sidx: a few KiB, whatever the size).
+ffmpeg writes `video.mp4` and every `.m4a` as fragmented MP4: ftyp, moov, then one
+`moof`+`mdat` pair per fragment, appended in order and never rewritten (no global
+`sidx`: writing one makes ffmpeg move the whole file at the end, and the file is
+uploaded while it is written). Walking the top-level boxes gives each fragment's byte
+range, and its duration from the moof's sample durations: all a byte-range HLS playlist
+needs, so the playlists come from the file's own bytes and cannot disagree with them.
 The parsing is pure (bytes in, plain data out); `read_fragment_index` does the I/O.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,8 +20,9 @@ from pathlib import Path
 
 from mirror.errors import PermanentError
 
-# The head (ftyp + moov + sidx) of a two-hour file is well under this.
-_MAX_HEAD_BYTES = 16 * 1024 * 1024
+# No ftyp, moov or moof mirror writes comes near this; a larger one is not ours.
+_MAX_HEADER_BOX_BYTES = 16 * 1024 * 1024
+_HEAD = (b"ftyp", b"moov")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,67 +99,118 @@ def aligned(index: FragmentIndex, boundaries: Sequence[float]) -> FragmentIndex:
 
 
 def read_fragment_index(path: Path) -> FragmentIndex:
-    """The index of a fragmented MP4 on disk; PermanentError when it has none."""
-    boxes: dict[bytes, tuple[int, bytes]] = {}
+    """The index of a fragmented MP4 on disk, from a walk over its top-level boxes.
+
+    Reads the ftyp, the moov and every moof (a few hundred bytes each) and only the
+    header of each mdat: a few MiB for a two-hour film, whatever its size.
+    """
+    boxes: list[tuple[bytes, int, int, bytes]] = []
     with path.open("rb") as file:
-        offset = 0
-        while offset < _MAX_HEAD_BYTES:
+        offset, end = 0, os.fstat(file.fileno()).st_size
+        while offset + 8 <= end:
             file.seek(offset)
-            header = file.read(16)
-            if len(header) < 8:
-                break
-            size, kind = _box_header(header)
-            if kind in (b"ftyp", b"moov", b"sidx"):
+            size, kind = _box_header(file.read(16))
+            size = end - offset if size == 0 else size  # 0: the box runs to the end
+            if size < 8 or offset + size > end:
+                break  # a cut or damaged tail: the fragments before it still count
+            body = b""
+            if kind in (b"ftyp", b"moov", b"moof"):
+                if size > _MAX_HEADER_BOX_BYTES:
+                    raise PermanentError(f"hls: {path.name} has a {kind.decode()} of {size} bytes")
                 file.seek(offset)
-                boxes[kind] = (offset, file.read(size))
-            if kind in (b"sidx", b"moof", b"mdat") or size == 0:
-                break
+                body = file.read(size)
+            boxes.append((kind, offset, size, body))
             offset += size
-    return index_from_head(boxes, path.name)
+    return index_from_boxes(boxes, path.name)
 
 
-def index_from_head(boxes: dict[bytes, tuple[int, bytes]], name: str) -> FragmentIndex:
-    """Build the index from the file's head boxes, by type: (offset, whole box bytes)."""
-    if b"ftyp" not in boxes or b"moov" not in boxes:
+def index_from_boxes(boxes: Sequence[tuple[bytes, int, int, bytes]], name: str) -> FragmentIndex:
+    """Build the index from the top-level boxes in file order: (type, offset, size, bytes
+    of ftyp/moov/moof). A fragment is a moof with the mdat(s) after it."""
+    heads = {kind: (offset, body) for kind, offset, _size, body in boxes if kind in _HEAD}
+    if b"ftyp" not in heads or b"moov" not in heads:
         raise PermanentError(f"hls: {name} has no ftyp/moov at its start")
-    if b"sidx" not in boxes:
-        raise PermanentError(f"hls: {name} has no segment index (sidx): not fragmented")
-    ftyp_offset, _ = boxes[b"ftyp"]
-    moov_offset, moov = boxes[b"moov"]
-    sidx_offset, sidx = boxes[b"sidx"]
-    init = ByteRange(ftyp_offset, moov_offset + len(moov) - ftyp_offset)
-    fragments = parse_sidx(sidx, sidx_offset)
+    ftyp_offset, _ = heads[b"ftyp"]
+    moov_offset, moov = heads[b"moov"]
+    timescale, default_duration = track_timing(moov)
+    fragments: list[Fragment] = []
+    for position, (kind, offset, size, body) in enumerate(boxes):
+        if kind != b"moof":
+            continue
+        length = size
+        for next_kind, _offset, next_size, _body in boxes[position + 1 :]:
+            if next_kind == b"moof":
+                break
+            length += next_size if next_kind == b"mdat" else 0
+        ticks = moof_duration(body, default_duration)
+        fragments.append(Fragment(offset, length, ticks / timescale))
     if not fragments:
-        raise PermanentError(f"hls: {name} has an empty segment index")
-    return FragmentIndex(init=init, fragments=fragments, codec=codec_string(moov))
+        raise PermanentError(f"hls: {name} has no fragments (moof): not fragmented")
+    init = ByteRange(ftyp_offset, moov_offset + len(moov) - ftyp_offset)
+    return FragmentIndex(init=init, fragments=tuple(fragments), codec=codec_string(moov))
 
 
-def parse_sidx(box: bytes, box_offset: int) -> tuple[Fragment, ...]:
-    """The references of a `sidx` box (ISO 14496-12 8.16.3) as absolute byte ranges."""
-    size, _ = _box_header(box)
-    header = 8 if struct.unpack(">I", box[:4])[0] != 1 else 16
-    version = box[header]
-    position = header + 4  # version + flags
-    _reference_id, timescale = struct.unpack_from(">II", box, position)
-    position += 8
-    if version == 0:
-        _earliest, first_offset = struct.unpack_from(">II", box, position)
-        position += 8
-    else:
-        _earliest, first_offset = struct.unpack_from(">QQ", box, position)
-        position += 16
-    (count,) = struct.unpack_from(">xxH", box, position)
-    position += 4
-    # Offsets in a sidx count from the first byte after the sidx box itself.
-    offset = box_offset + size + first_offset
-    fragments = []
-    for _ in range(count):
-        reference, duration, _sap = struct.unpack_from(">III", box, position)
-        position += 12
-        length = reference & 0x7FFFFFFF
-        fragments.append(Fragment(offset, length, duration / timescale))
-        offset += length
-    return tuple(fragments)
+def track_timing(moov: bytes) -> tuple[int, int]:
+    """(timescale of the track's mdhd, trex default sample duration) of a one-track moov."""
+    trak = _child(moov, 8, len(moov), b"trak")
+    mdia = _child(moov, *trak, b"mdia") if trak else None
+    mdhd = _child(moov, *mdia, b"mdhd") if mdia else None
+    if mdhd is None:
+        raise PermanentError("hls: the moov has no track timescale (mdhd)")
+    start = mdhd[0]
+    timescale_at = start + (20 if moov[start] == 1 else 12)  # after the (64-bit) times
+    (timescale,) = struct.unpack_from(">I", moov, timescale_at)
+    mvex = _child(moov, 8, len(moov), b"mvex")
+    trex = _child(moov, *mvex, b"trex") if mvex else None
+    default: int = struct.unpack_from(">I", moov, trex[0] + 12)[0] if trex else 0
+    return timescale, default
+
+
+def moof_duration(moof: bytes, default_duration: int) -> int:
+    """Ticks one fragment lasts: the sum of its samples' durations (ISO 14496-12 8.8.8),
+    each from the trun, else the tfhd's default, else the trex's (`default_duration`)."""
+    total = 0
+    for traf in _children(moof, 8, len(moof), b"traf"):
+        tfhd = _child(moof, *traf, b"tfhd")
+        duration = default_duration
+        if tfhd is not None:
+            flags = int.from_bytes(moof[tfhd[0] + 1 : tfhd[0] + 4], "big")
+            position = tfhd[0] + 8 + (8 if flags & 0x01 else 0) + (4 if flags & 0x02 else 0)
+            if flags & 0x08:
+                (duration,) = struct.unpack_from(">I", moof, position)
+        for trun in _children(moof, *traf, b"trun"):
+            total += _trun_duration(moof, trun[0], duration)
+    return total
+
+
+def _trun_duration(data: bytes, start: int, default_duration: int) -> int:
+    flags = int.from_bytes(data[start + 1 : start + 4], "big")
+    count: int = struct.unpack_from(">I", data, start + 4)[0]
+    if not flags & 0x100:  # no per-sample durations
+        return count * default_duration
+    position = start + 8 + (4 if flags & 0x01 else 0) + (4 if flags & 0x04 else 0)
+    stride = 4 * bin(flags & 0xF00).count("1")
+    return sum(struct.unpack_from(">I", data, position + i * stride)[0] for i in range(count))
+
+
+def _children(data: bytes, start: int, end: int, kind: bytes) -> list[tuple[int, int]]:
+    """(payload start, box end) of each child box of `kind` between start and end."""
+    found = []
+    position = start
+    while position + 8 <= end:
+        size, child = _box_header(data[position : position + 16])
+        if size < 8:
+            break
+        if child == kind:
+            header = 16 if struct.unpack_from(">I", data, position)[0] == 1 else 8
+            found.append((position + header, min(position + size, end)))
+        position += size
+    return found
+
+
+def _child(data: bytes, start: int, end: int, kind: bytes) -> tuple[int, int] | None:
+    children = _children(data, start, end, kind)
+    return children[0] if children else None
 
 
 def codec_string(moov: bytes) -> str | None:

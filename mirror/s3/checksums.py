@@ -26,7 +26,7 @@ import os
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Self
+from typing import BinaryIO, Literal, Self
 
 from mirror.objects import FileDigest
 
@@ -35,7 +35,7 @@ from mirror.objects import FileDigest
 # and moto take it, as must any S3 look-alike that works with current AWS SDKs; it costs
 # next to nothing (zlib); CRC32C and CRC64NVME would need awscrt, which is not installed.
 # Set explicitly, it stays on whatever AWS_REQUEST_CHECKSUM_CALCULATION says.
-PART_CHECKSUM_ALGORITHM = "CRC32"
+PART_CHECKSUM_ALGORITHM: Literal["CRC32"] = "CRC32"
 
 
 class IncompleteDigest(RuntimeError):

@@ -41,6 +41,7 @@ from mirror.s3.checksums import (
     IncompleteDigest,
 )
 from mirror.s3.errors import error_code, http_status, translate_error
+from mirror.s3.streaming import StreamingUpload
 from mirror.s3.upload_run import RunSubscriber, UploadRun
 
 if TYPE_CHECKING:
@@ -102,6 +103,8 @@ class S3Storage:
             raise ConfigError(f"S3 part size must be at least 5 MiB, got {part_size} bytes")
         self.bucket = bucket
         self.region = region
+        self._part_size = part_size
+        self._max_concurrency = max_concurrency
         # How long a stopped upload may take to wind down (threads finishing a socket
         # call) before the caller raises anyway and leaves the rest to the background.
         self._stop_grace_s = stop_grace_s
@@ -185,6 +188,28 @@ class S3Storage:
         on_progress(run.snapshot(total))
         log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
         return digests
+
+    def stream_files(
+        self,
+        uploads: Sequence[Upload],
+        *,
+        follow: bool,
+        on_progress: ProgressCallback,
+        abort: AbortSignal,
+    ) -> StreamingUpload:
+        """Multipart uploads fed while the files are written (`follow`) or once they are
+        final; a context manager that aborts them unless `publish` completed them."""
+        return StreamingUpload(
+            self._client,
+            self.bucket,
+            uploads,
+            part_size=self._part_size,
+            max_concurrency=self._max_concurrency,
+            follow=follow,
+            on_progress=on_progress,
+            abort=abort,
+            translate=self._translate,
+        )
 
     def _transfer(
         self,

@@ -40,11 +40,12 @@ _COMMON_OUTPUT_OPTIONS: dict[str, Any] = {
 
 # `hls`: fragmented MP4 that HLS playlists point into with byte ranges (mirror.hls).
 # The moov carries no samples (empty_moov), each fragment starts on a keyframe and is
-# self-contained (default_base_moof), and a global sidx after the moov indexes every
-# fragment: the playlists are generated from it. Still one plain playable file each.
+# self-contained (default_base_moof). No global sidx: ffmpeg would write it at the end
+# by moving the whole file, and the file is uploaded while it is written (append-only);
+# the playlists come from a walk over the fragments instead. One playable file each.
 _FRAGMENTED_OUTPUT_OPTIONS: dict[str, Any] = {
     **_COMMON_OUTPUT_OPTIONS,
-    "movflags": "+frag_keyframe+empty_moov+default_base_moof+global_sidx",
+    "movflags": "+frag_keyframe+empty_moov+default_base_moof",
 }
 FRAGMENT_S = 4
 # Video is cut at the first keyframe once a fragment holds this much (keyframes every
@@ -57,9 +58,10 @@ _MIN_VIDEO_FRAGMENT_US = 3_500_000
 _AUDIO_FRAGMENT_US = 500_000
 
 
-def build_command(plan: TranscodePlan, ffmpeg_path: str) -> list[str]:
-    """The full argv (ffmpeg first) that writes every output of `plan` in one run."""
-    source = ffmpeg.input(file_argument(plan.source))
+def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = False) -> list[str]:
+    """The full argv (ffmpeg first) that writes every output of `plan` in one run;
+    `from_stdin`: the source comes through a pipe (mirror.transcode.feed)."""
+    source = ffmpeg.input("pipe:0" if from_stdin else file_argument(plan.source))
     fragmented = plan.fragmented
     outputs = [_video_output(source, plan.video, fragmented)]
     outputs += [_audio_output(source, track, fragmented) for track in plan.audio]

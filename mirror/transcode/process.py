@@ -92,11 +92,12 @@ def _setpriv_with_pdeathsig() -> str | None:
     return setpriv if "--pdeathsig" in usage else None
 
 
-def spawn(argv: Sequence[str]) -> subprocess.Popen[bytes]:
-    """Start argv in its own session (so its own process group) with piped output."""
+def spawn(argv: Sequence[str], *, stdin_pipe: bool = False) -> subprocess.Popen[bytes]:
+    """Start argv in its own session (so its own process group) with piped output
+    (and input when `stdin_pipe`)."""
     return subprocess.Popen(
         [*deathsig_prefix(), *argv],
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,

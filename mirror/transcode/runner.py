@@ -7,8 +7,10 @@ import signal
 import subprocess
 
 from mirror.errors import PermanentError, TransientError
+from mirror.growing_file import GrowingFile
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.transcode.command import build_command
+from mirror.transcode.feed import SourceFeeder
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
 from mirror.transcode.progress_lines import FfmpegProgressParser
@@ -27,8 +29,12 @@ def run_transcode(
     ffmpeg_path: str,
     on_progress: ProgressCallback,
     abort: AbortSignal,
+    *,
+    growing_source: GrowingFile | None = None,
 ) -> None:
     """Write every output of `plan` with one ffmpeg run, reporting progress as it goes.
+
+    With `growing_source` ffmpeg reads the source through a pipe while it downloads.
 
     Raises the abort's reason when the signal fires (ffmpeg is killed at once), whatever
     `on_progress` raises (after killing ffmpeg), PermanentError when ffmpeg rejects the
@@ -41,14 +47,28 @@ def run_transcode(
         raise TransientError(f"ffmpeg not found or not executable: {ffmpeg_path}")
     for output in (*plan.outputs, *plan.subtitles):
         output.path.parent.mkdir(parents=True, exist_ok=True)
-    argv = build_command(plan, binary)
+    fed = growing_source is not None
+    argv = build_command(plan, binary, from_stdin=fed)
     try:
-        process = spawn(argv)
+        process = spawn(argv, stdin_pipe=fed)
     except OSError as exc:
         raise TransientError(f"cannot start ffmpeg ({binary}): {exc.strerror or exc}") from exc
+    feeder = None
+    if growing_source is not None:
+        assert process.stdin is not None
+        feeder = SourceFeeder(growing_source, process.stdin, lambda: kill_group(process))
+        feeder.start()
     with process:
-        returncode, stderr = _supervise(process, plan, on_progress, abort)
+        try:
+            returncode, stderr = _supervise(process, plan, on_progress, abort)
+        finally:
+            if feeder is not None:
+                # ffmpeg is gone: a feeder still waiting for bytes ends on its own at the
+                # next write into the closed pipe; only its error matters here.
+                feeder.join(timeout=1.0)
     abort.raise_if_set()
+    if feeder is not None and feeder.error is not None:
+        raise feeder.error
     _raise_for_exit(returncode, stderr)
     _verify_outputs(plan)
 

@@ -178,3 +178,5 @@ def test_output_that_fails_verification_is_never_uploaded(
     assert "the source 3.0" in job.error
     assert job.attempts == 1
     assert stack.object_keys() == []
+    # The outputs' multipart uploads, begun before ffmpeg ran, were aborted.
+    assert stack.s3.multipart_uploads() == []

@@ -14,8 +14,9 @@ from mirror.hls.fragments import (
     FragmentIndex,
     aligned,
     codec_string,
-    index_from_head,
-    parse_sidx,
+    index_from_boxes,
+    moof_duration,
+    track_timing,
 )
 from mirror.hls.package import playlist_path
 from mirror.hls.playlists import (
@@ -32,48 +33,65 @@ def _box(kind: bytes, payload: bytes) -> bytes:
     return struct.pack(">I4s", 8 + len(payload), kind) + payload
 
 
-def _sidx(timescale: int, refs: list[tuple[int, int]], first_offset: int = 0) -> bytes:
-    payload = struct.pack(">B3xIIIIxxH", 0, 1, timescale, 0, first_offset, len(refs))
-    for size, duration in refs:
-        payload += struct.pack(">III", size, duration, 0x90000000)
-    return _box(b"sidx", payload)
+def _full(kind: bytes, version: int, flags: int, payload: bytes) -> bytes:
+    return _box(kind, bytes([version]) + flags.to_bytes(3, "big") + payload)
 
 
-def test_sidx_references_become_absolute_byte_ranges_after_the_box() -> None:
-    box = _sidx(1000, [(500, 4000), (300, 2500)])
-    fragments = parse_sidx(box, box_offset=800)
-    start = 800 + len(box)
-    assert fragments == (
-        Fragment(start, 500, 4.0),
-        Fragment(start + 500, 300, 2.5),
+def _moov(timescale: int, trex_duration: int = 0) -> bytes:
+    mdhd = _full(b"mdhd", 0, 0, struct.pack(">IIII", 0, 0, timescale, 0) + b"\0" * 4)
+    trak = _box(b"trak", _box(b"tkhd", b"\0" * 84) + _box(b"mdia", mdhd))
+    trex = _full(b"trex", 0, 0, struct.pack(">IIIII", 1, 1, trex_duration, 0, 0))
+    return _box(b"moov", _box(b"mvhd", b"\0" * 100) + trak + _box(b"mvex", trex))
+
+
+def _moof(durations: list[int] | None, count: int = 0, tfhd_duration: int | None = None) -> bytes:
+    tfhd_flags = 0x020000 | (0x08 if tfhd_duration is not None else 0)
+    tfhd = _full(b"tfhd", 0, tfhd_flags, struct.pack(">I", 1))
+    if tfhd_duration is not None:
+        tfhd = _full(b"tfhd", 0, tfhd_flags, struct.pack(">II", 1, tfhd_duration))
+    if durations is None:  # no per-sample durations: data offset only
+        trun = _full(b"trun", 0, 0x001, struct.pack(">Ii", count, 0))
+    else:  # data offset, then duration + size per sample
+        samples = b"".join(struct.pack(">II", d, 100) for d in durations)
+        trun = _full(b"trun", 0, 0x301, struct.pack(">Ii", len(durations), 0) + samples)
+    tfdt = _full(b"tfdt", 1, 0, struct.pack(">Q", 0))
+    return _box(
+        b"moof", _full(b"mfhd", 0, 0, struct.pack(">I", 1)) + _box(b"traf", tfhd + tfdt + trun)
     )
 
 
-def test_version_1_sidx_with_a_first_offset_is_read() -> None:
-    payload = struct.pack(">B3xIIQQxxH", 1, 1, 90000, 0, 10, 1)
-    payload += struct.pack(">III", 100, 90000 * 6, 0)
-    box = _box(b"sidx", payload)
-    assert parse_sidx(box, 0) == (Fragment(len(box) + 10, 100, 6.0),)
+def _walk(*boxes: bytes) -> list[tuple[bytes, int, int, bytes]]:
+    walked, offset = [], 0
+    for box in boxes:
+        kind = box[4:8]
+        walked.append((kind, offset, len(box), box if kind != b"mdat" else b""))
+        offset += len(box)
+    return walked
 
 
-def test_init_section_spans_ftyp_and_moov() -> None:
-    ftyp = _box(b"ftyp", b"isom" * 4)
-    moov = _box(b"moov", b"\0" * 40)
-    sidx = _sidx(1000, [(10, 1000)])
-    boxes = {
-        b"ftyp": (0, ftyp),
-        b"moov": (len(ftyp), moov),
-        b"sidx": (len(ftyp) + len(moov), sidx),
-    }
-    index = index_from_head(boxes, "video.mp4")
+def test_each_moof_and_its_mdat_become_one_fragment_timed_by_its_samples() -> None:
+    ftyp, moov = _box(b"ftyp", b"isom" * 4), _moov(1000)
+    first, second = _moof([400, 600]), _moof([250])
+    mdat1, mdat2 = _box(b"mdat", b"\0" * 200), _box(b"mdat", b"\0" * 100)
+    index = index_from_boxes(_walk(ftyp, moov, first, mdat1, second, mdat2), "video.mp4")
     assert index.init == ByteRange(0, len(ftyp) + len(moov))
-    assert index.fragments[0].offset == len(ftyp) + len(moov) + len(sidx)
+    start = len(ftyp) + len(moov)
+    assert index.fragments == (
+        Fragment(start, len(first) + len(mdat1), 1.0),
+        Fragment(start + len(first) + len(mdat1), len(second) + len(mdat2), 0.25),
+    )
 
 
-def test_a_file_without_a_segment_index_is_refused_by_name() -> None:
-    boxes = {b"ftyp": (0, _box(b"ftyp", b"")), b"moov": (8, _box(b"moov", b""))}
-    with pytest.raises(PermanentError, match=r"video\.mp4 has no segment index"):
-        index_from_head(boxes, "video.mp4")
+def test_sample_durations_fall_back_to_the_tfhd_then_the_trex_default() -> None:
+    assert moof_duration(_moof(None, count=3, tfhd_duration=1024), 0) == 3 * 1024
+    assert moof_duration(_moof(None, count=4), default_duration=512) == 4 * 512
+    assert track_timing(_moov(48000, trex_duration=1024)) == (48000, 1024)
+
+
+def test_a_file_without_fragments_is_refused_by_name() -> None:
+    walked = _walk(_box(b"ftyp", b""), _moov(1000), _box(b"mdat", b"\0"))
+    with pytest.raises(PermanentError, match=r"video\.mp4 has no fragments"):
+        index_from_boxes(walked, "video.mp4")
 
 
 def test_codec_strings_come_from_avcc_and_esds() -> None:

@@ -1,0 +1,52 @@
+"""Feeding ffmpeg a source that is still downloading, through its stdin.
+
+ffmpeg given a file path takes the current end of a growing file for the end of the
+media, so it reads a pipe instead: this thread copies the file into it as bytes land
+(`mirror.growing_file`) and closes it, ffmpeg's EOF, only once the download is complete
+(size checked) and every byte went in. A new attempt feeds from byte 0 of the partial
+file, then follows the resumed download.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import IO
+
+from mirror.growing_file import GrowingFile
+
+CHUNK_BYTES = 1024 * 1024
+
+
+class SourceFeeder:
+    """One thread copying a `GrowingFile` into a pipe; `error` says why it stopped early."""
+
+    def __init__(self, source: GrowingFile, pipe: IO[bytes], on_error: Callable[[], None]) -> None:
+        self._source = source
+        self._pipe = pipe
+        self._on_error = on_error  # kills ffmpeg: it must not wait for bytes never coming
+        self.error: BaseException | None = None
+        self.fed = 0
+        self._thread = threading.Thread(target=self._run, name="ffmpeg-feed", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            with self._source.open() as reader:
+                while chunk := reader.read_some(CHUNK_BYTES):
+                    self._pipe.write(chunk)
+                    self.fed += len(chunk)
+        except (BrokenPipeError, ValueError):
+            pass  # ffmpeg exited (or was killed): its exit status tells why
+        except BaseException as exc:  # the download failed or started over: stop ffmpeg
+            self.error = exc
+            self._on_error()
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                self._pipe.close()
