@@ -460,6 +460,7 @@ def throttled(stack: Stack, sample: SampleMedia) -> None:
                 worker.job, apart, rounds=scale.rounds, warmup=scale.warmup, label="throttled"
             )
             split = phase_split(stack.repo)
+    outputs = sum(o.path.stat().st_size for o in plan.outputs if o.path.exists())
     harness.fresh_file(peer_dir)
     ours, bound = harness.median(result.ours), harness.median(result.peer)
     print(
@@ -472,6 +473,9 @@ def throttled(stack: Stack, sample: SampleMedia) -> None:
         f"  alone: curl download {spread(downloads[-len(result.peer) :])}, "
         f"aws s3 cp upload {spread(uploads[-len(result.peer) :])}"
     )
+    floor = max(sample.size / DOWNLOAD_RATE, outputs / UPLOAD_RATE)
+    print(f"  link floor max(item / 100 MB/s, outputs / 50 MB/s): {floor:.2f} s; "
+          f"ours = {ours / floor:.3f}x the floor (informative)")  # fmt: skip
     ratio = ours / bound
     print(
         harness.ratio_line(
