@@ -360,8 +360,18 @@ def random_file(folder: str, size: int) -> Path:
     return path
 
 
-def cached_sample(folder: str, name: str, ffmpeg: str, duration_s: int, *, noise: bool) -> Any:
-    """A 1080p H.264/AAC sample, generated once; its stream facts are kept beside it."""
+def cached_sample(
+    folder: str,
+    name: str,
+    ffmpeg: str,
+    duration_s: int,
+    *,
+    noise: bool,
+    width: int = 1920,
+    height: int = 1080,
+) -> Any:
+    """An H.264/AAC sample (1080p unless told), generated once; its stream facts are kept
+    beside it."""
     import dataclasses
     import json
 
@@ -379,8 +389,8 @@ def cached_sample(folder: str, name: str, ffmpeg: str, duration_s: int, *, noise
         path,
         "h264_aac",
         duration_s=duration_s,
-        width=1920,
-        height=1080,
+        width=width,
+        height=height,
         ffmpeg_path=ffmpeg,
         noise=noise,
     )
