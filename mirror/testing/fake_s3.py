@@ -60,7 +60,7 @@ class InMemoryObjectStore:
         with self._lock:
             self.multipart.append(key)
 
-    def keys(self) -> list[str]:
+    def object_keys(self) -> list[str]:
         with self._lock:
             return sorted(self.objects)
 
