@@ -16,7 +16,7 @@ pytest_plugins = [
 # eight claimers): with `make test` (xdist, --dist loadgroup) they share one worker, so
 # two of them never compete for the two cores at once.
 HEAVY = {
-    "test_three_workers_of_four_slots_ride_out_a_35_s_table_lock_within_their_pools",
+    "test_three_workers_of_four_slots_ride_out_a_table_lock_within_their_pools",
     "test_canary_secrets_appear_nowhere_after_the_fault_scenarios",
     "test_heartbeats_keep_up_during_a_throttled_download",
     "test_live_job_three_times_longer_than_stale_timeout_is_claimed_once",

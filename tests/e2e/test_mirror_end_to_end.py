@@ -113,7 +113,7 @@ def test_wrong_api_key_fails_and_the_key_appears_nowhere(
     stack: Stack, sample_h264_aac: SampleMedia
 ) -> None:
     item = stack.add_sample(sample_h264_aac)
-    stack.mirror("enqueue", item)
+    stack.enqueue(item)
     wrong_key = "f00dfeedf00dfeedf00dfeedf00dfeed"
     result = stack.mirror("worker", "--burst", MIRROR_JELLYFIN_API_KEY=wrong_key)
     assert result.returncode == 0
@@ -133,12 +133,12 @@ def test_heartbeats_keep_up_during_a_throttled_download(
     from mirror.demo.media import generate_sample
 
     sample = generate_sample(
-        tmp_path / "long.mkv", "h264_aac", duration_s=20, ffmpeg_path=ffmpeg_path
+        tmp_path / "long.mkv", "h264_aac", duration_s=8, ffmpeg_path=ffmpeg_path
     )
     item = stack.add_sample(sample)
-    rate = max(sample.size // 20, 1)  # about 20 s for the whole file
+    rate = max(sample.size // 8, 1)  # about 8 s for the whole file: 8 heartbeat intervals
     stack.jellyfin.throttle(rate)
-    stack.mirror("enqueue", item)
+    stack.enqueue(item)
     worker = stack.start_worker("--burst", MIRROR_HEARTBEAT_INTERVAL="1s")
     from datetime import UTC, datetime
 

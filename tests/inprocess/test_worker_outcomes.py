@@ -24,6 +24,7 @@ from mirror.errors import TransientError
 from mirror.jobs import DatabaseUnavailable, Fence
 from mirror.objects import FileDigest, Upload
 from mirror.progress import AbortSignal, ProgressCallback
+from mirror.testing.fake_s3 import InMemoryObjectStore
 from tests.fixtures.inprocess import InProcess
 from tests.fixtures.stack import mirrored_keys
 
@@ -297,6 +298,7 @@ def test_transient_failures_fail_the_job_once_its_attempts_are_used_up(
 def test_a_stalled_download_is_aborted_by_the_stall_timeout_and_retried(
     inproc: InProcess, sample_h264_aac: SampleMedia
 ) -> None:
+    """Moved from tests/e2e/test_faults_services.py."""
     item = inproc.add(sample_h264_aac)
     inproc.fake_media.stall_downloads(True)
     inproc.stall_timeout = 1.0
@@ -305,12 +307,48 @@ def test_a_stalled_download_is_aborted_by_the_stall_timeout_and_retried(
     worker = inproc.start()
     wait_for(lambda: inproc.fake_media.download_requests, 30, "the download")
     wait_for(lambda: inproc.job(item).status == "new", 30, "the stall to be noticed")
+    job = inproc.job(item)
+    assert job.error is not None and "stalled" in job.error and "download" in job.error
     inproc.fake_media.stall_downloads(False)
     wait_for(lambda: inproc.job(item).status == "done", 60, "the retry")
     worker.stop()
     assert worker.join()
     assert inproc.attempt_outcomes(item) == ["retry", "done"]
     assert inproc.outcomes == [Outcome.RETRY, Outcome.DONE]
+
+
+def test_too_little_disk_releases_without_using_an_attempt(
+    inproc: InProcess, sample_h264_aac: SampleMedia, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Moved from tests/e2e/test_faults_services.py."""
+    item = inproc.add(sample_h264_aac)
+    inproc.free_space_reserve = 1000 * 10**12
+    inproc.enqueue(item)
+    assert inproc.run_burst() == [Outcome.WAITING]
+    job = inproc.job(item)
+    assert (job.status, job.attempts) == ("new", 0)
+    assert job.run_after > job.updated_at  # no claim/release loop
+    assert "missing" in caplog.text and "need" in caplog.text
+    assert job.error is not None and "not enough free space" in job.error
+    assert inproc.fake_media.download_requests == []
+    assert inproc.attempt_outcomes(item) == ["waiting"]
+    assert job.heartbeat_data is not None
+    assert job.heartbeat_data["phase"] == "waiting for disk"
+
+
+def test_missing_bucket_fails_the_job_naming_the_bucket(
+    inproc: InProcess, sample_h264_aac: SampleMedia
+) -> None:
+    """Moved from tests/e2e/test_faults_services.py (S3Storage's answer to a missing bucket
+    is checked against the fake's in test_fake_conformance.py)."""
+    item = inproc.add(sample_h264_aac)
+    inproc.store = InMemoryObjectStore("no-such-bucket", exists=False)
+    inproc.enqueue(item)
+    assert inproc.run_burst() == [Outcome.FAILED]
+    job = inproc.job(item)
+    assert job.status == "failed"
+    assert job.error == "S3 bucket 'no-such-bucket' does not exist"
+    assert inproc.fake_media.download_requests == []  # found out before downloading
 
 
 def test_a_job_cancelled_while_it_downloads_stops_and_writes_nothing(
