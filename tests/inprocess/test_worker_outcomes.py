@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -189,8 +191,9 @@ def test_a_burst_run_ends_when_every_job_has_settled_in_two_slots(
     assert sorted(o.value for o in outcomes) == ["done", "done", "done", "failed"]
     assert seen_together.is_set()  # two jobs ran at the same time
     assert all(inproc.job(i).status == "done" for i in items)
-    slots = {str(inproc.job(i).worker_id).rsplit(":", 1)[1] for i in items}
-    assert slots == {"0", "1"}  # one process, two slots
+    holders = [str(inproc.job(i).worker_id).rsplit(":", 1) for i in items]
+    assert {process for process, _ in holders} == {f"{socket.gethostname()}:{os.getpid()}"}
+    assert {slot for _, slot in holders} == {"0", "1"}  # one process, two slots
 
 
 # -- every outcome ------------------------------------------------------------------------------
