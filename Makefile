@@ -9,8 +9,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-install: $(BIN)/python
+# Installs again only when pyproject.toml changed (the package itself is editable), so
+# `make test` does not spend seconds in pip on every run.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
 
 demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, moto S3, no config
 	$(BIN)/pip install --quiet -e '.[demo]'

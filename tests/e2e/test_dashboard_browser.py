@@ -92,7 +92,7 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
     from playwright.sync_api import sync_playwright
 
     item = stack.add_sample(sample_slow, name="Slow Sample")
-    job_id = stack.mirror("enqueue", item).stdout.split()[0]
+    [job_id] = stack.enqueue(item)
     size = sample_slow.path.stat().st_size
     stack.jellyfin.throttle(max(size // 12, 64 * 1024))  # a download of about 12 s
     stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **SLOW_TRANSCODE)

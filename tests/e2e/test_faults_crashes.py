@@ -61,7 +61,7 @@ def test_live_job_three_times_longer_than_stale_timeout_is_claimed_once(
 ) -> None:
     item = stack.add_sample(sample_slow)
     stack.jellyfin.throttle(sample_slow.size // 5)  # ~5 s download, then a slow transcode
-    stack.mirror("enqueue", item)
+    stack.enqueue(item)
     started = time.monotonic()
     worker = stack.start_worker("--burst", name="a", **SLOW_TRANSCODE)
     stack.wait_for(lambda: stack.job(item).status == "processing", 30, "the claim")
@@ -89,7 +89,7 @@ def test_kill_9_mid_phase_is_finished_by_another_worker(
 ) -> None:
     sample = sample_slow if phase == "transcode" else sample_large_h264
     item = stack.add_sample(sample)
-    stack.mirror("enqueue", item)
+    stack.enqueue(item)
     env = dict(SLOW_TRANSCODE) if phase == "transcode" else {}
     if phase == "download":
         stack.jellyfin.throttle(sample.size // 10)
@@ -132,7 +132,7 @@ def test_paused_worker_cannot_finish_the_job_it_lost(
     stack: Stack, sample_slow: SampleMedia, tmp_path: Path, ffmpeg_path: str
 ) -> None:
     item = stack.add_sample(sample_slow)
-    stack.mirror("enqueue", item)
+    stack.enqueue(item)
     paused = stack.start_worker(name="paused", **SLOW_TRANSCODE)
     wait_phase(stack, item, "transcode")
     paused.send_signal(signal.SIGSTOP)
@@ -175,7 +175,7 @@ def test_sigterm_during_transcode_releases_the_job_within_the_grace(
     stack: Stack, sample_slow: SampleMedia
 ) -> None:
     item = stack.add_sample(sample_slow)
-    stack.mirror("enqueue", item)
+    stack.enqueue(item)
     worker = stack.start_worker(
         name="a", MIRROR_SHUTDOWN_GRACE="1s", MIRROR_STALE_TIMEOUT="60s", **SLOW_TRANSCODE
     )
@@ -200,7 +200,7 @@ def test_cancel_during_transcode_kills_ffmpeg_and_writes_nothing(
     stack: Stack, sample_slow: SampleMedia
 ) -> None:
     item = stack.add_sample(sample_slow)
-    job_id = stack.mirror("enqueue", item).stdout.split()[0]
+    [job_id] = stack.enqueue(item)
     worker = stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="1s", **SLOW_TRANSCODE)
     wait_phase(stack, item, "transcode")
     stack.wait_for(lambda: ffmpeg_pids(str(stack.work_dir)), 30, "ffmpeg")

@@ -58,18 +58,3 @@ def test_worker_reaper_returns_a_dead_workers_job_and_finishes_it(
     ]
     table = stack.mirror("show", str(job.id)).stdout
     assert "attempts" in table and "stale" in table and "dead-host:1:0" in table
-
-
-def test_concurrency_runs_jobs_side_by_side(stack: Stack, sample_h264_aac: SampleMedia) -> None:
-    items = [stack.add_sample(sample_h264_aac, f"Item {n}") for n in range(2)]
-    stack.jellyfin.throttle(sample_h264_aac.size // 3)  # each download takes ~3 s
-    stack.mirror("enqueue", *items)
-    worker = stack.start_worker("--burst", "--concurrency", "2")
-    stack.wait_for(
-        lambda: all(stack.job(i).status == "processing" for i in items), 30, "both running"
-    )
-    assert worker.wait(timeout=120) == 0, stack.log_of()[-2000:]
-    assert all(stack.job(i).status == "done" for i in items)
-    slots = sorted(str(stack.job(i).worker_id) for i in items)  # done rows keep the holder
-    assert [s.rsplit(":", 1)[0] for s in slots] == [f"{_host()}:{worker.pid}"] * 2
-    assert [s.rsplit(":", 1)[1] for s in slots] == ["0", "1"]  # one process, two slots

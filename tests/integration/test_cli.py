@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each test starts `mirror` processes: with the e2e tests, out of `make test-fast`.
+pytestmark = pytest.mark.e2e
+
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 

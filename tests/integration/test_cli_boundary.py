@@ -8,6 +8,9 @@ import pytest
 from mirror.demo.stand_in.server import JellyfinStandIn
 from tests.integration.test_cli import run_mirror
 
+# Each test starts `mirror` processes: with the e2e tests, out of `make test-fast`.
+pytestmark = pytest.mark.e2e
+
 # botocore refuses this region when the worker builds its S3 client: an error no mirror
 # code foresees, so it reaches the boundary as it is.
 UNFORESEEN = {

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 
+import pytest
 from sqlalchemy import Engine, text
 
 from mirror.db.engine import make_engine
@@ -116,6 +117,7 @@ def _claim_all(url: str, worker: str, start: object) -> list[str]:
     return claimed
 
 
+@pytest.mark.e2e  # eight processes: with the e2e tests, out of `make test-fast`
 def test_eight_processes_claim_each_of_2000_jobs_exactly_once(
     database_url: str, engine: Engine, repo: JobRepository
 ) -> None:

@@ -18,6 +18,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+# Each test starts `mirror` processes: with the e2e tests, out of `make test-fast`.
+pytestmark = pytest.mark.e2e
+
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 
