@@ -24,7 +24,7 @@ def test_later_phases_reporting_first_show_only_when_their_turn_comes() -> None:
     assert phases.current == "download"
 
     phases.finished("download")
-    assert phases.current == "transcode"
+    assert str(phases.current) == "transcode"
     assert (shown[-1].phase, shown[-1].percent) == ("transcode", 80.0)
     phases.finished("transcode")
     assert (shown[-1].phase, shown[-1].percent) == ("upload", 95.0)
