@@ -104,6 +104,10 @@ class OutputUpload(Protocol):
         """Complete the uploads: the moment the outputs become visible."""
         ...
 
+    def wait_for_room(self, bound: int) -> None:
+        """Block while more than `bound` bytes the outputs hold are not stored yet."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TranscodeOptions:
@@ -159,8 +163,15 @@ class MirrorPipeline:
                 with self.store.stream_files(
                     uploads, follow=plan.fragmented, on_progress=phases, abort=stop
                 ) as outputs:
+                    # Backpressure: ffmpeg's input waits while its outputs hold too much.
+                    room = partial(outputs.wait_for_room, output_backlog(item.size))
                     run_transcode(
-                        plan, self.transcode.ffmpeg_path, phases, stop, growing_source=fed
+                        plan,
+                        self.transcode.ffmpeg_path,
+                        phases,
+                        stop,
+                        growing_source=fed,
+                        wait_for_room=room,
                     )
                     downloading.join()
                     source.unlink(missing_ok=True)  # read whole, and no attempt needs to resume it
@@ -353,6 +364,18 @@ def _hls_json(
         return None
     playlists = [u.key for u in uploads if u.content_type == PLAYLIST_CONTENT_TYPE]
     return {"master": master, "playlists": [{"key": k, **digests[k].facts()} for k in playlists]}
+
+
+# The source stays whole until ffmpeg has read it (a later attempt resumes it), so the
+# work dir peaks at the item plus the outputs not in S3 yet: at most this share of it.
+OUTPUT_BACKLOG_SHARE = 0.2
+
+
+def output_backlog(item_size: int | None) -> int:
+    """Bytes ffmpeg's outputs may hold beyond what S3 has stored before its input
+    waits: 0.2x the item (exceeded by up to a part per output while no whole part is
+    waiting: the upload of a part needs a part's worth written)."""
+    return int((item_size or 0) * OUTPUT_BACKLOG_SHARE)
 
 
 def _extension(container: str | None) -> str:

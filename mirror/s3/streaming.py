@@ -9,8 +9,11 @@ other way out aborts them (a killed worker leaves them to the next attempt's cle
 
 Fragmented MP4 is append-only, so the bytes read early are the final ones. A faststart
 MP4 is rewritten at the end (its moov moves to the front): with `follow=False` nothing is
-read before `finish`. Integrity as in `upload_files`: each part carries a CRC32 that S3
-checks, and the size and SHA-256 come from the very bytes that were sent. Memory: at most
+read before `finish`. Once a part is stored its media payload is punched out of the file
+(`mirror.holes`), and `wait_for_room` lets ffmpeg's feeder wait while too much written
+output is not stored yet: the work dir stays near the item's size. Integrity as in
+`upload_files`: each part carries a CRC32 that S3 checks, and the size and SHA-256 come
+from the very bytes that were sent. Memory: at most
 `max_concurrency + 2` parts are read and not yet stored, for all files together.
 """
 
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mirror.errors import MirrorError
 from mirror.growing_file import GrowingFile
+from mirror.holes import OutputHoles
 from mirror.objects import FileDigest, Upload
 from mirror.progress import AbortSignal, Progress, ProgressCallback
 from mirror.s3.checksums import PART_CHECKSUM_ALGORITHM
@@ -38,6 +42,7 @@ log = logging.getLogger("mirror.storage")
 
 REPORT_INTERVAL_S = 0.1
 _SLOT_WAIT_S = 0.1
+_ROOM_POLL_S = 0.02
 
 Translate = Callable[[BaseException, str], MirrorError]
 
@@ -57,6 +62,22 @@ class _FileStream:
         self.hash = hashlib.sha256()
         self.size = 0  # bytes read and handed to a part
         self.read_all = False
+        # Disk given back once stored (mirror.holes): parts finish in any order, so
+        # only the bytes before the first part still missing are freed.
+        self.holes = OutputHoles(upload.path)
+        self.part_sizes: dict[int, int] = {}
+        self.stored_parts = 0
+        self.stored_end = 0
+        self.stored_bytes = 0
+
+    def part_stored(self, number: int, length: int) -> None:
+        """Called under the upload's lock; frees what is now stored without a gap."""
+        self.part_sizes[number] = length
+        self.stored_bytes += length
+        while self.stored_parts + 1 in self.part_sizes:
+            self.stored_parts += 1
+            self.stored_end += self.part_sizes.pop(self.stored_parts)
+        self.holes.stored(self.stored_end)
 
 
 class StreamingUpload:
@@ -147,6 +168,25 @@ class StreamingUpload:
         self._pool.shutdown()
         log.info("published %d streamed files to s3://%s", len(self._files), self._bucket)
 
+    def wait_for_room(self, bound: int) -> None:
+        """Block while more than `bound` written bytes wait for S3 (backpressure on
+        whatever feeds ffmpeg). Bytes of a file not followed (`follow=False`) only go
+        after ffmpeg ends, so then it never waits. Returns when the run stops."""
+        if not self._follow:
+            return
+        while self._backlogged(bound) and not self._stop.wait(_ROOM_POLL_S):
+            pass
+
+    def _backlogged(self, bound: int) -> bool:
+        """Over the bound, and some file holds a whole part not stored yet. Only that part
+        can bring the backlog down: a file's last partial part goes only once ffmpeg
+        writes more, so waiting without a whole part anywhere would be a deadlock."""
+        with self._lock:
+            stored = [f.stored_bytes for f in self._files]
+        sizes = [f.growing.size() for f in self._files]
+        unstored = [size - done for size, done in zip(sizes, stored, strict=True)]
+        return sum(unstored) > bound and max(unstored, default=0) >= self._part_size
+
     def progress(self) -> Progress:
         total = sum(f.size if f.read_all else f.growing.size() for f in self._files)
         return Progress(phase="upload", bytes_done=self._sent, bytes_total=max(total, self._sent))
@@ -167,6 +207,7 @@ class StreamingUpload:
                         self._slots.release()
                         break
                     file.hash.update(data)
+                    file.holes.observe(data)
                     file.size += len(data)
                     future = self._pool.submit(self._send_part, file, number, data)
                     future.add_done_callback(self._part_done)
@@ -206,6 +247,7 @@ class StreamingUpload:
             part["ChecksumCRC32"] = response["ChecksumCRC32"]
         with self._lock:
             file.parts[number] = part
+            file.part_stored(number, len(data))
             self._sent += len(data)
         self._report()
 

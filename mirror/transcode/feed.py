@@ -5,6 +5,10 @@ media, so it reads a pipe instead: this thread copies the file into it as bytes 
 (`mirror.growing_file`) and closes it, ffmpeg's EOF, only once the download is complete
 (size checked) and every byte went in. A new attempt feeds from byte 0 of the partial
 file, then follows the resumed download.
+
+`wait_for_room` is the backpressure of the streaming upload: called before each chunk, it
+blocks while ffmpeg's outputs hold too many bytes not yet in S3, so when the upload is the
+slowest phase ffmpeg waits for its input instead of piling outputs up on disk.
 """
 
 from __future__ import annotations
@@ -22,8 +26,15 @@ CHUNK_BYTES = 1024 * 1024
 class SourceFeeder:
     """One thread copying a `GrowingFile` into a pipe; `error` says why it stopped early."""
 
-    def __init__(self, source: GrowingFile, pipe: IO[bytes], on_error: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        source: GrowingFile,
+        pipe: IO[bytes],
+        on_error: Callable[[], None],
+        wait_for_room: Callable[[], None] | None = None,
+    ) -> None:
         self._source = source
+        self._wait_for_room = wait_for_room
         self._pipe = pipe
         self._on_error = on_error  # kills ffmpeg: it must not wait for bytes never coming
         self.error: BaseException | None = None
@@ -40,6 +51,8 @@ class SourceFeeder:
         try:
             with self._source.open() as reader:
                 while chunk := reader.read_some(CHUNK_BYTES):
+                    if self._wait_for_room is not None:
+                        self._wait_for_room()
                     self._pipe.write(chunk)
                     self.fed += len(chunk)
         except (BrokenPipeError, ValueError):

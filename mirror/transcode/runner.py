@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 
 from mirror.errors import PermanentError, TransientError
 from mirror.growing_file import GrowingFile
@@ -31,10 +32,13 @@ def run_transcode(
     abort: AbortSignal,
     *,
     growing_source: GrowingFile | None = None,
+    wait_for_room: Callable[[], None] | None = None,
 ) -> None:
     """Write every output of `plan` with one ffmpeg run, reporting progress as it goes.
 
-    With `growing_source` ffmpeg reads the source through a pipe while it downloads.
+    With `growing_source` ffmpeg reads the source through a pipe while it downloads,
+    each chunk fed once `wait_for_room` returns (backpressure from the upload). A source
+    read by path gets none: ffmpeg reads it at its own pace.
 
     Raises the abort's reason when the signal fires (ffmpeg is killed at once), whatever
     `on_progress` raises (after killing ffmpeg), PermanentError when ffmpeg rejects the
@@ -56,7 +60,9 @@ def run_transcode(
     feeder = None
     if growing_source is not None:
         assert process.stdin is not None
-        feeder = SourceFeeder(growing_source, process.stdin, lambda: kill_group(process))
+        feeder = SourceFeeder(
+            growing_source, process.stdin, lambda: kill_group(process), wait_for_room
+        )
         feeder.start()
     with process:
         try:
