@@ -106,6 +106,12 @@ class Heartbeat:
         self.beat_if_due(now)
         self.abort.raise_if_set()
 
+    def moved(self) -> None:
+        """Some work moved that the shown progress does not count (a later phase of the
+        overlap, e.g. the upload while the shown transcode waits for it): no stall."""
+        with self._lock:
+            self._last_progress_change = self.clock()
+
     def beat_if_due(self, now: float | None = None) -> None:
         """Write if an interval has passed since the last write (or its attempt)."""
         now = self.clock() if now is None else now

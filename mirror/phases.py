@@ -10,6 +10,7 @@ Reports of later phases are kept and shown when their turn comes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from mirror.progress import Phase, Progress, ProgressCallback
 
@@ -19,8 +20,11 @@ ORDER: tuple[Phase, ...] = ("download", "transcode", "upload")
 class OverlappedPhases:
     """Callable progress sink for every phase; forwards the earliest unfinished one's."""
 
-    def __init__(self, sink: ProgressCallback) -> None:
+    def __init__(self, sink: ProgressCallback, *, moved: Callable[[], None] | None = None) -> None:
         self._sink = sink
+        # Told when a phase not shown moves: while ffmpeg's input waits for the upload
+        # (backpressure), the upload is the only thing moving, and that is no stall.
+        self._moved = moved
         self._lock = threading.Lock()
         self._latest: dict[Phase, Progress] = {}
         self._finished: set[Phase] = set()
@@ -41,6 +45,8 @@ class OverlappedPhases:
             current = self._current_locked()
         if progress.phase == current:
             self._sink(progress)
+        elif self._moved is not None:
+            self._moved()
 
     def finished(self, phase: Phase) -> None:
         """`phase` is over: the next unfinished phase's latest counts show from now on."""

@@ -149,7 +149,8 @@ class MirrorPipeline:
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
             # Download, transcode and upload overlap: one stop signal ends them all.
-            phases, stop = OverlappedPhases(heartbeat), heartbeat.abort.linked()
+            phases = OverlappedPhases(heartbeat, moved=heartbeat.moved)
+            stop = heartbeat.abort.linked()
             growing = GrowingFile(source, stop)
             download = partial(self._download, lease, item, growing, phases, stop)
             with BackgroundCall(download, stop, name="download") as downloading:

@@ -9,6 +9,7 @@ import pytest
 from mirror.errors import JobCancelled, LeaseLost, Stalled
 from mirror.heartbeat import Heartbeat
 from mirror.jobs import DatabaseUnavailable
+from mirror.phases import OverlappedPhases
 from mirror.progress import AbortSignal, Progress
 from mirror.testing.fakes import InMemoryBeatQueue
 
@@ -212,3 +213,24 @@ def test_abort_signal_runs_late_hooks_at_once_and_keeps_first_reason() -> None:
     signal.on_abort(lambda: ran.append(1))
     assert ran == [1]
     assert str(signal.reason) == "first"
+
+
+def test_a_transcode_waiting_on_a_moving_upload_is_no_stall_but_a_still_one_is() -> None:
+    """Overlap with backpressure: the shown transcode stands while ffmpeg's input waits
+    for the upload; the upload moving keeps the watchdog quiet, its stopping does not."""
+    clock = FakeClock()
+    heartbeat, _ = make_heartbeat(clock, interval=10, stall=60)
+    phases = OverlappedPhases(heartbeat, moved=heartbeat.moved)
+    phases(Progress(phase="download", bytes_done=1000, bytes_total=1000))
+    phases.finished("download")
+    phases(Progress(phase="transcode", out_time_s=30.0, duration_s=60.0))
+    for sent in range(1, 20):  # 190 s of the transcode standing still, the upload moving
+        clock.now += 10
+        phases(Progress(phase="upload", bytes_done=sent * 100, bytes_total=5000))
+        heartbeat.check_watchdogs(clock.now)
+    assert not heartbeat.abort.is_set()
+    assert heartbeat.latest() == Progress(phase="transcode", out_time_s=30.0, duration_s=60.0)
+    clock.now += 61  # then the upload stops too
+    heartbeat.check_watchdogs(clock.now)
+    assert isinstance(heartbeat.abort.reason, Stalled)
+    assert "transcode" in str(heartbeat.abort.reason)

@@ -53,3 +53,14 @@ def test_a_phase_finished_before_any_report_moves_straight_on() -> None:
     assert shown == []
     phases(_bytes("transcode", 40))
     assert [(p.phase, p.percent) for p in shown] == [("transcode", 40.0)]
+
+
+def test_a_phase_not_shown_that_moves_is_told_as_movement_only() -> None:
+    shown: list[Progress] = []
+    movements: list[None] = []
+    phases = OverlappedPhases(shown.append, moved=lambda: movements.append(None))
+    phases(_bytes("download", 10))
+    phases(_bytes("upload", 20))
+    phases(_bytes("transcode", 30))
+    assert [p.phase for p in shown] == ["download"]
+    assert len(movements) == 2
