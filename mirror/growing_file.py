@@ -3,8 +3,14 @@
 The download appends to the source while ffmpeg reads it; ffmpeg appends to each
 fragmented output while the S3 upload reads it. The writer says when it is done
 (`finish`); until then a read waits for the bytes it asks for instead of taking the
-current end for the end of the file. Waiting polls the size (a few times a second):
-simple, and the writer needs no hook into its own loop.
+current end for the end of the file.
+
+How a reader learns of new bytes depends on the writer. The download writes in this
+process and reports each chunk (`wrote`, with `writer_reports=True`): readers wait on a
+condition it notifies, so ffmpeg's feed follows the download with no delay and no
+polling. ffmpeg is another process and tells nothing: readers of its outputs poll the
+size (every 20 ms). Either way the size on disk is what counts (a resumed download
+starts with bytes already there), and the abort signal wakes every waiter.
 """
 
 from __future__ import annotations
@@ -19,30 +25,52 @@ from mirror.errors import TransientError
 from mirror.progress import AbortSignal
 
 POLL_S = 0.02
+# With a reporting writer the size is still checked this often: a safety net only.
+REPORTED_WAIT_S = 1.0
 
 
 class GrowingFile:
     """One file being written; `finish` marks the end. Thread-safe."""
 
-    def __init__(self, path: Path, abort: AbortSignal, *, poll_s: float = POLL_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        abort: AbortSignal,
+        *,
+        poll_s: float = POLL_S,
+        writer_reports: bool = False,
+    ) -> None:
         self.path = path
         self._abort = abort
-        self._poll_s = poll_s
+        self._poll_s = REPORTED_WAIT_S if writer_reports else poll_s
         self._done = threading.Event()
+        self._changed = threading.Condition()
+        abort.on_abort(self._wake)
 
     @property
     def finished(self) -> bool:
         return self._done.is_set()
 
+    def wrote(self, _size: int = 0) -> None:
+        """The writer (in this process) appended bytes: wake the readers."""
+        self._wake()
+
     def finish(self) -> None:
         """The writer is done: every byte is on disk, reads may now reach the end."""
-        self._done.set()
+        with self._changed:
+            self._done.set()
+            self._changed.notify_all()
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
     def wait_until_finished(self) -> int:
         """Block until the writer is done; return the final size."""
-        while not self._done.is_set():
-            if self._abort.wait(self._poll_s):
+        with self._changed:
+            while not self._done.is_set():
                 self._abort.raise_if_set()
+                self._changed.wait(self._poll_s)
         return self.size()
 
     def size(self) -> int:
@@ -53,13 +81,16 @@ class GrowingFile:
 
     def wait_for(self, size: int) -> int:
         """Block until the file holds `size` bytes or is finished; return its size then."""
-        while True:
-            finished = self._done.is_set()  # before the size: no byte written after is lost
-            current = self.size()
-            if current >= size or finished:
-                return current
-            if self._abort.wait(self._poll_s):
+        # The size is read holding the condition's lock, which `wrote` takes after the
+        # bytes are on disk: a write the stat missed wakes the wait that follows it.
+        with self._changed:
+            while True:
+                finished = self._done.is_set()  # before the size: no byte written after is lost
+                current = self.size()
+                if current >= size or finished:
+                    return current
                 self._abort.raise_if_set()
+                self._changed.wait(self._poll_s)
 
     def open(self) -> GrowingReader:
         """A reader from byte 0 (waits for the file to appear)."""

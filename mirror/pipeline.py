@@ -6,7 +6,7 @@ order they run, where the files go, and when the lease is checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,7 +60,10 @@ class MediaServer(Protocol):
         expected_size: int | None,
         on_progress: ProgressCallback,
         abort: AbortSignal,
-    ) -> int: ...
+        on_write: Callable[[int], None] | None = None,
+    ) -> int:
+        """`on_write`, if given, is told the file's size after every chunk written."""
+        ...
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
 
@@ -151,7 +154,7 @@ class MirrorPipeline:
             # Download, transcode and upload overlap: one stop signal ends them all.
             phases = OverlappedPhases(heartbeat, moved=heartbeat.moved)
             stop = heartbeat.abort.linked()
-            growing = GrowingFile(source, stop)
+            growing = GrowingFile(source, stop, writer_reports=True)
             download = partial(self._download, lease, item, growing, phases, stop)
             with BackgroundCall(download, stop, name="download") as downloading:
                 # Map from the file itself (Jellyfin numbers sidecars first), check its list.
@@ -259,7 +262,12 @@ class MirrorPipeline:
         heartbeat = phases.sink
         with self.download_gate.download_slot(lease.job_id, on_progress=heartbeat, abort=stop):
             self.media.download(
-                item.id, source.path, expected_size=item.size, on_progress=phases, abort=stop
+                item.id,
+                source.path,
+                expected_size=item.size,
+                on_progress=phases,
+                abort=stop,
+                on_write=source.wrote,
             )
         source.finish()
         phases.finished("download")

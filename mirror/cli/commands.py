@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mirror import wiring
 from mirror.cli import converge
 from mirror.cli.boundary import fail, fail_unexpectedly
+from mirror.cli.malloc import limit_malloc_arenas
 from mirror.cli.views import job_details, jobs_table
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
@@ -146,6 +147,7 @@ def worker(
     ] = False,
 ) -> None:
     """Run jobs: claim, download, transcode, upload, mark done; SIGTERM stops gracefully."""
+    limit_malloc_arenas()  # before any thread of ours allocates
     config = settings()
     setup_logging(config.log_level)
     runner = wiring.build_worker(config, concurrency=concurrency)

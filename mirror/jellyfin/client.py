@@ -11,7 +11,7 @@ import hashlib
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -225,11 +225,13 @@ class JellyfinClient:
         expected_size: int | None,
         on_progress: ProgressCallback,
         abort: AbortSignal,
+        on_write: Callable[[int], None] | None = None,
     ) -> int:
         """Stream the original file to `dest`, resuming bytes already there; returns its size.
 
         Keeps `dest` plus a `<name>.last-modified` sidecar on failure so a later try
         (even from another process) resumes; the caller removes both when done.
+        `on_write` is told the file's size after every chunk written.
         """
         item_id = require_item_id(item_id)
         size = ResumableDownload(
@@ -242,6 +244,7 @@ class JellyfinClient:
             policy=self._retry,
             server_version=self.server_version,
             rate_limit=self.download_rate_limit,
+            on_write=on_write,
         ).run()
         # 10.11.1-10.11.4 may have served a symlink's few bytes with a matching Size: a
         # range request tells (they answer it with 500 for such files only).

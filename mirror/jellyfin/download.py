@@ -116,8 +116,12 @@ class ResumableDownload:
         policy: RetryPolicy,
         server_version: Callable[[], str | None] | None = None,
         rate_limit: float | None = None,
+        on_write: Callable[[int], None] | None = None,
     ) -> None:
         self._http = http
+        # Told the file's size after every chunk written (a reader in this process waits
+        # on it instead of polling the file).
+        self._on_write = on_write
         self._server_version = server_version
         self._item_id = item_id
         self._path = f"/Items/{item_id}/Download"
@@ -257,6 +261,7 @@ class ResumableDownload:
         reported = start
         abort = self._abort
         pace = self._bucket.take if self._bucket is not None else None
+        on_write = self._on_write
         failed = True
         try:
             # Unbuffered: writes go to the kernel as they are, with no copy in between.
@@ -265,6 +270,8 @@ class ResumableDownload:
                     _write_all(file, chunk)
                     done += len(chunk)
                     self._received += len(chunk)
+                    if on_write is not None:
+                        on_write(done)
                     if pace is not None:
                         pace(len(chunk))
                     abort.raise_if_set()

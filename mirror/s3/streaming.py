@@ -11,28 +11,40 @@ Fragmented MP4 is append-only, so the bytes read early are the final ones. A fas
 MP4 is rewritten at the end (its moov moves to the front): with `follow=False` nothing is
 read before `finish`. Once a part is stored its media payload is punched out of the file
 (`mirror.holes`), and `wait_for_room` lets ffmpeg's feeder wait while too much written
-output is not stored yet: the work dir stays near the item's size. Integrity as in
-`upload_files`: each part carries a CRC32 that S3 checks, and the size and SHA-256 come
-from the very bytes that were sent. Memory: at most
-`max_concurrency + 2` parts are read and not yet stored, for all files together.
+output is not stored yet: the work dir stays near the item's size.
+
+Integrity as in `upload_files`: each part carries a CRC32 that S3 checks, and the size
+and SHA-256 come from the very bytes that were sent: the follower reads a part once, a
+MiB at a time, into the SHA-256 and the part's CRC32; the request then reads the same range from the file (`FileSlice`) and S3 refuses it unless its bytes
+match that CRC32.
+
+Memory: no part is held whole. At most `max_concurrency + 2` parts are read and not yet
+stored, for all files together, and each costs botocore's read buffers while it is sent
+(`FileSlice`), so the bytes in flight stay a few MiB whatever the part size.
+
+A file that ends before a whole part is one PUT in `publish` instead of a multipart upload
+(create, part, complete): the multipart upload is only begun once a file has a whole part.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from mirror.errors import MirrorError
-from mirror.growing_file import GrowingFile
+from mirror.growing_file import GrowingFile, GrowingReader
 from mirror.holes import OutputHoles
 from mirror.objects import FileDigest, Upload
 from mirror.progress import AbortSignal, Progress, ProgressCallback
 from mirror.s3.checksums import PART_CHECKSUM_ALGORITHM
+from mirror.s3.file_slice import FileSlice
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -43,6 +55,8 @@ log = logging.getLogger("mirror.storage")
 REPORT_INTERVAL_S = 0.1
 _SLOT_WAIT_S = 0.1
 _ROOM_POLL_S = 0.02
+# How much of a part the follower reads at once into the SHA-256 and the part's CRC32.
+READ_CHUNK_BYTES = 1024 * 1024
 
 Translate = Callable[[BaseException, str], MirrorError]
 
@@ -62,6 +76,8 @@ class _FileStream:
         self.hash = hashlib.sha256()
         self.size = 0  # bytes read and handed to a part
         self.read_all = False
+        # A file shorter than one part: its CRC32, PUT whole in `publish` (no upload_id).
+        self.single_crc: int | None = None
         # Disk given back once stored (mirror.holes): parts finish in any order, so
         # only the bytes before the first part still missing are freed.
         self.holes = OutputHoles(upload.path)
@@ -120,12 +136,6 @@ class StreamingUpload:
     # --- the pipeline's side ---------------------------------------------------------
 
     def __enter__(self) -> StreamingUpload:
-        try:
-            for file in self._files:
-                file.upload_id = self._call("upload", self._create, file.upload)
-        except BaseException:
-            self._abort_all()
-            raise
         for file in self._files:
             thread = threading.Thread(
                 target=self._follow_file, args=(file,), name="s3-follow", daemon=True
@@ -162,6 +172,9 @@ class StreamingUpload:
         """Complete every multipart upload: the moment the outputs become visible."""
         self._raise_if_failed()
         for file in self._files:
+            if file.single_crc is not None:
+                self._call("upload", self._put_whole, file, file.single_crc)
+                continue
             parts = [file.parts[number] for number in sorted(file.parts)]
             self._call("upload", self._complete, file, parts)
         self._published = True
@@ -202,19 +215,23 @@ class StreamingUpload:
                 number = 1
                 while True:
                     self._take_slot()
-                    data = reader.read(self._part_size)
-                    if not data and number > 1:
+                    start = file.size
+                    length, crc = self._read_part(file, reader)
+                    if number == 1 and length < self._part_size:
+                        file.single_crc = crc  # the whole file: one PUT when published
                         self._slots.release()
                         break
-                    file.hash.update(data)
-                    file.holes.observe(data)
-                    file.size += len(data)
-                    future = self._pool.submit(self._send_part, file, number, data)
+                    if not length:
+                        self._slots.release()
+                        break
+                    if number == 1:
+                        self._begin(file)
+                    future = self._pool.submit(self._send_part, file, number, start, length, crc)
                     future.add_done_callback(self._part_done)
                     with self._lock:
                         self._futures.append(future)
                     number += 1
-                    if len(data) < self._part_size:
+                    if length < self._part_size:
                         break
             file.read_all = True
         except _Stopped:
@@ -230,25 +247,54 @@ class StreamingUpload:
             self._slots.release()
             raise _Stopped()
 
-    def _send_part(self, file: _FileStream, number: int, data: bytes) -> None:
+    def _read_part(self, file: _FileStream, reader: GrowingReader) -> tuple[int, int]:
+        """Read the next part (or the rest) a chunk at a time into the file's SHA-256 and
+        the part's CRC32; returns its length and CRC32. Only the chunk is held."""
+        length, crc = 0, 0
+        while length < self._part_size:
+            wanted = min(READ_CHUNK_BYTES, self._part_size - length)
+            chunk = reader.read(wanted)
+            file.hash.update(chunk)
+            file.holes.observe(chunk)
+            crc = zlib.crc32(chunk, crc)
+            length += len(chunk)
+            if len(chunk) < wanted:  # the end of the finished file
+                break
+        file.size += length
+        return length, crc
+
+    def _begin(self, file: _FileStream) -> None:
+        """Begin the file's multipart upload; abort it at once if the run stopped
+        meanwhile (`_abort_requests` may have looked before the id was known)."""
+        upload_id = self._call("upload", self._create, file.upload)
+        with self._lock:
+            file.upload_id = upload_id
+            stopped = self._stop.is_set()
+        if stopped:
+            self._abort_requests()
+            raise _Stopped()
+
+    def _send_part(self, file: _FileStream, number: int, start: int, length: int, crc: int) -> None:
         if self._stop.is_set():
             return
         assert file.upload_id is not None
-        response = self._client.upload_part(
-            Bucket=self._bucket,
-            Key=file.upload.key,
-            UploadId=file.upload_id,
-            PartNumber=number,
-            Body=data,
-            ChecksumAlgorithm=PART_CHECKSUM_ALGORITHM,
-        )
+        with FileSlice(file.upload.path, start, length) as body:
+            response = self._client.upload_part(
+                Bucket=self._bucket,
+                Key=file.upload.key,
+                UploadId=file.upload_id,
+                PartNumber=number,
+                Body=cast(IO[bytes], body),
+                ChecksumAlgorithm=PART_CHECKSUM_ALGORITHM,
+                ChecksumCRC32=_crc32_header(crc),
+            )
         part: CompletedPartTypeDef = {"ETag": response["ETag"], "PartNumber": number}
         if "ChecksumCRC32" in response:
             part["ChecksumCRC32"] = response["ChecksumCRC32"]
         with self._lock:
             file.parts[number] = part
-            file.part_stored(number, len(data))
-            self._sent += len(data)
+            file.part_stored(number, length)
+            self._sent += length
         self._report()
 
     def _part_done(self, future: Future[None]) -> None:
@@ -305,12 +351,12 @@ class StreamingUpload:
         threading.Thread(target=again, name="s3-abort", daemon=True).start()
 
     def _abort_requests(self) -> None:
-        for file in self._files:
-            if file.upload_id is None:
-                continue
+        with self._lock:
+            begun = [(f, f.upload_id) for f in self._files if f.upload_id is not None]
+        for file, upload_id in begun:
             try:
                 self._client.abort_multipart_upload(
-                    Bucket=self._bucket, Key=file.upload.key, UploadId=file.upload_id
+                    Bucket=self._bucket, Key=file.upload.key, UploadId=upload_id
                 )
             except Exception as exc:
                 if "NoSuchUpload" not in str(exc):
@@ -327,6 +373,20 @@ class StreamingUpload:
         )
         return response["UploadId"]
 
+    def _put_whole(self, file: _FileStream, crc: int) -> None:
+        """A file shorter than one part, PUT whole: it becomes visible right here."""
+        with FileSlice(file.upload.path, 0, file.size) as body:
+            self._client.put_object(
+                Bucket=self._bucket,
+                Key=file.upload.key,
+                Body=cast(IO[bytes], body),
+                ContentType=file.upload.content_type,
+                ChecksumAlgorithm=PART_CHECKSUM_ALGORITHM,
+                ChecksumCRC32=_crc32_header(crc),
+            )
+        with self._lock:
+            self._sent += file.size
+
     def _complete(self, file: _FileStream, parts: list[CompletedPartTypeDef]) -> None:
         assert file.upload_id is not None
         self._client.complete_multipart_upload(
@@ -341,6 +401,11 @@ class StreamingUpload:
             return call(*args)
         except Exception as exc:
             raise self._translate(exc, action) from exc
+
+
+def _crc32_header(crc: int) -> str:
+    """A CRC32 as S3 carries it (`x-amz-checksum-crc32`): base64 of 4 big-endian bytes."""
+    return base64.b64encode(crc.to_bytes(4, "big")).decode("ascii")
 
 
 def _reason(abort: AbortSignal) -> BaseException:
