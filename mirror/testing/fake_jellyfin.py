@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,7 @@ class InMemoryJellyfin:
         expected_size: int | None,
         on_progress: ProgressCallback,
         abort: AbortSignal,
+        on_write: Callable[[int], None] | None = None,
     ) -> int:
         """Copy the item's file to `dest` from the bytes already there, retrying a cut
         body like the client does (resuming); returns the size."""
@@ -149,7 +150,7 @@ class InMemoryJellyfin:
         while True:
             abort.raise_if_set()
             try:
-                size = self._one_request(item_id, source, dest, on_progress, abort)
+                size = self._one_request(item_id, source, dest, on_progress, abort, on_write)
                 break
             except _Cut as cut:
                 failures += 1
@@ -186,6 +187,7 @@ class InMemoryJellyfin:
         dest: Path,
         on_progress: ProgressCallback,
         abort: AbortSignal,
+        on_write: Callable[[int], None] | None,
     ) -> int:
         with self._lock:
             self.download_requests.append(item_id)
@@ -213,6 +215,9 @@ class InMemoryJellyfin:
                     break
                 writer.write(chunk)
                 sent += len(chunk)
+                if on_write is not None:  # a reader of the growing file waits for this
+                    writer.flush()
+                    on_write(offset + sent)
                 with self._lock:
                     self.bytes_served += len(chunk)
                 on_progress(Progress("download", bytes_done=offset + sent, bytes_total=total))
