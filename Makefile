@@ -26,10 +26,10 @@ demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, moto 
 XDIST ?= -n 3 --dist loadgroup
 
 test: install
-	$(BIN)/pytest -q $(XDIST)
+	$(BIN)/pytest -q $(XDIST) -m "not bench"
 
 test-fast: install  ## everything but the e2e tests (unit: no services; integration: Postgres)
-	$(BIN)/pytest -q $(XDIST) -m "not e2e"
+	$(BIN)/pytest -q $(XDIST) -m "not e2e and not bench"
 
 lint:  ## ruff, and the layer contracts in pyproject.toml (import-linter)
 	$(BIN)/ruff check .
@@ -46,6 +46,7 @@ fmt:
 check: lint typecheck test
 
 bench: install  ## the speed targets (BENCHMARKS.md) vs curl, nginx, ffmpeg, aws s3 cp; BENCH_QUICK=1: small data
+	$(BIN)/pytest -q -m bench  # every bench code path on tiny data first
 	$(BIN)/python bench/queue.py
 	$(BIN)/python bench/download.py
 	$(BIN)/python bench/upload.py

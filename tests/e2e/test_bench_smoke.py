@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# `make bench` runs these first (they install the peers), `make test` leaves them out.
+pytestmark = pytest.mark.bench
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
