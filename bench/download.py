@@ -39,7 +39,7 @@ def run_child(base_url: str, dest: Path, db_url: str, size: int) -> None:
     from mirror.db.engine import make_engine
     from mirror.db.repository import JobRepository
     from mirror.heartbeat import Heartbeat
-    from mirror.jellyfin import JellyfinClient
+    from mirror.jellyfin.client import JellyfinClient
 
     engine = make_engine(db_url, pool_size=2)
     repo = JobRepository(engine)

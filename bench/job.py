@@ -89,8 +89,7 @@ def item_json(sample: SampleMedia, dest: Path, item_id: str = ITEM_ID) -> Path:
     """GET /Items for the item exactly as the Jellyfin stand-in answers it."""
     import httpx
 
-    from mirror.jellyfin import authorization_header
-    from mirror.jellyfin.client import ITEM_FIELDS
+    from mirror.jellyfin.client import ITEM_FIELDS, authorization_header
 
     with JellyfinStandIn() as standin:
         standin.add_item(

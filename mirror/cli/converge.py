@@ -33,7 +33,7 @@ from mirror.db.repository import JobRepository
 from mirror.item import normalize_item_id
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.manifest import ManifestError, decode_manifest, restored_job
-from mirror.s3.storage import item_prefix
+from mirror.objects import item_prefix
 from mirror.settings import Settings
 from mirror.sync import SyncClass, SyncReport, sync_library
 from mirror.verify import Verdict, VerifyReport, verify_jobs

@@ -1,15 +1,10 @@
-"""Jellyfin: the client mirror uses to read items and download originals."""
+"""Jellyfin: the client mirror uses to read items and download originals.
 
-from mirror.jellyfin.client import JellyfinClient, authorization_header
-from mirror.jellyfin.download import sidecar_path
+The package itself holds only the plain data of Jellyfin's answers: the client (httpx)
+is `mirror.jellyfin.client`, imported where a client is built, so commands that never
+talk to Jellyfin (`mirror show`, `mirror jobs`) start without it.
+"""
+
 from mirror.jellyfin.models import ItemPage, ItemSummary, Library, require_item_id
 
-__all__ = [
-    "ItemPage",
-    "ItemSummary",
-    "JellyfinClient",
-    "Library",
-    "authorization_header",
-    "require_item_id",
-    "sidecar_path",
-]
+__all__ = ["ItemPage", "ItemSummary", "Library", "require_item_id"]

@@ -29,9 +29,9 @@ from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.jobs import DatabaseUnavailable
 from mirror.logs import get_logger
+from mirror.objects import item_prefix
 from mirror.redact import redact
 from mirror.s3.bucket import Bucket
-from mirror.s3.storage import item_prefix
 from mirror.web import metrics
 from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
 from mirror.web.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer

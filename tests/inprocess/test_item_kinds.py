@@ -18,7 +18,7 @@ import pytest
 
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.jellyfin import JellyfinClient
+from mirror.jellyfin.client import JellyfinClient
 from tests.fixtures.inprocess import InProcess
 
 

@@ -23,7 +23,7 @@ from mirror.db.repository import JobRepository
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import PermanentError, ShutdownRequested, TransientError
-from mirror.jellyfin import JellyfinClient
+from mirror.jellyfin.client import JellyfinClient
 from mirror.jobs import AttemptStats, Fence, Lease, Mirrored
 from mirror.objects import Upload
 from mirror.pipeline import MediaServer, ObjectStore

@@ -17,7 +17,8 @@ import pytest
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import JobCancelled, PermanentError, TransientError
 from mirror.item import MediaStream
-from mirror.jellyfin import JellyfinClient, sidecar_path
+from mirror.jellyfin.client import JellyfinClient
+from mirror.jellyfin.download import sidecar_path
 from mirror.progress import AbortSignal, Progress
 
 EXAMPLE = Path("/work/shared/jellyfin/example-movie.json")

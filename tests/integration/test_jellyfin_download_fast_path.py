@@ -11,8 +11,8 @@ import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import TransientError
-from mirror.jellyfin import JellyfinClient, authorization_header
 from mirror.jellyfin.body import open_direct_body
+from mirror.jellyfin.client import JellyfinClient, authorization_header
 from mirror.jellyfin.download import REPORT_EVERY_S
 from mirror.progress import AbortSignal, Progress
 

@@ -15,7 +15,7 @@ import pytest
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import PermanentError, TransientError
-from mirror.jellyfin import JellyfinClient
+from mirror.jellyfin.client import JellyfinClient
 from mirror.progress import AbortSignal
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"

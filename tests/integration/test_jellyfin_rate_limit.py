@@ -12,7 +12,7 @@ import pytest
 
 from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn
 from mirror.errors import ShutdownRequested
-from mirror.jellyfin import JellyfinClient
+from mirror.jellyfin.client import JellyfinClient
 from mirror.progress import AbortSignal, Progress
 
 SIZE = 6_000_000
