@@ -73,7 +73,9 @@ def package_hls(
                 name=_track_name(track),
                 language=track.language,
                 default=track.is_default,
-                channels=track.channels,
+                # Every rendition says how many channels it holds, read from the file
+                # (players pick by it and show it; stereo "2", 5.1 "6").
+                channels=index.channels or track.channels,
             )
         )
     duration = video_index.duration_s

@@ -43,10 +43,21 @@ _COMMON_OUTPUT_OPTIONS: dict[str, Any] = {
 # self-contained (default_base_moof). No global sidx: ffmpeg would write it at the end
 # by moving the whole file, and the file is uploaded while it is written (append-only);
 # the playlists come from a walk over the fragments instead. One playable file each.
+_FRAGMENTED_MOVFLAGS = "+frag_keyframe+empty_moov+default_base_moof"
 _FRAGMENTED_OUTPUT_OPTIONS: dict[str, Any] = {
     **_COMMON_OUTPUT_OPTIONS,
-    "movflags": "+frag_keyframe+empty_moov+default_base_moof",
+    "movflags": _FRAGMENTED_MOVFLAGS,
 }
+# Timing that needs no interpretation: MSE players (hls.js, Shaka, video.js) place fMP4
+# samples by tfdt + composition offset and ignore edit lists, so each file's first
+# presented sample must be at 0 by those alone. Video with B-frames: signed composition
+# offsets, so the first frame is presented at its decode time 0 (unsigned ones put it
+# at the reorder delay, 2 frames, while the audio starts at 0: lip sync off by ~80 ms).
+_VIDEO_MOVFLAGS = _FRAGMENTED_MOVFLAGS + "+negative_cts_offsets"
+# Audio: the encoder's priming (1024 samples) gets an edit list for the players that
+# honour one (delay_moov: the moov waits for the first fragment, which tells its length);
+# the others play it as 21 ms of silence, within one audio frame.
+_AUDIO_MOVFLAGS = _FRAGMENTED_MOVFLAGS + "+delay_moov"
 FRAGMENT_S = 4
 # Video is cut at the first keyframe once a fragment holds this much (keyframes every
 # 4 s when encoding give 4 s fragments; a copied stream's own GOP decides otherwise).
@@ -91,6 +102,7 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
             options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
     if fragmented:
         options["min_frag_duration"] = _MIN_VIDEO_FRAGMENT_US
+        options["movflags"] = _VIDEO_MOVFLAGS
     return ffmpeg.output(source[video.specifier], file_argument(video.path), **options)
 
 
@@ -98,6 +110,7 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
     options: dict[str, Any] = {**_output_options(fragmented), "c:a": track.codec}
     if fragmented:
         options["frag_duration"] = _AUDIO_FRAGMENT_US
+        options["movflags"] = _AUDIO_MOVFLAGS
     if track.codec != "copy":
         options["b:a"] = track.bitrate
     if track.channels is not None:
@@ -109,7 +122,27 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         options["metadata:s:a:0"] = f"language={track.language}"
     if track.title:
         options["metadata:s:a"] = f"title={track.title}"
-    return ffmpeg.output(source[track.specifier], file_argument(track.path), **options)
+    return ffmpeg.output(
+        _audio_filters(source[track.specifier], track), file_argument(track.path), **options
+    )
+
+
+def _audio_filters(stream: Any, track: AudioOutput) -> Any:
+    """A re-encoded track starts exactly where the video does, in a layout AAC names.
+
+    ffmpeg's clock puts the video's first frame at `video_start_s`; the track is moved so
+    that is 0, then `aresample` pads it with silence from 0 (a track that starts late in
+    the source) or trims what comes before (one that starts early), and fills gaps in
+    the source's timestamps the same way, so it never drifts from the picture.
+    """
+    if track.video_start_s is None:
+        return stream
+    if track.video_start_s:
+        stream = stream.filter("asetpts", f"PTS-{track.video_start_s:.6f}/TB")
+    stream = stream.filter("aresample", **{"async": 1, "first_pts": 0})
+    if track.layout is not None:
+        stream = stream.filter("aformat", channel_layouts=track.layout)
+    return stream
 
 
 def file_argument(path: Path) -> str:

@@ -44,6 +44,9 @@ class ProbedStream:
     attached_pic: bool = False
     pixel_format: str | None = None  # video only, e.g. yuv420p10le
     profile: str | None = None  # video only, e.g. High 10
+    # Its first timestamp, when ffmpeg prints one (`start 0.480000`: it does only when the
+    # stream starts elsewhere than the file); None: where the file starts.
+    start_s: float | None = None
 
     @property
     def jellyfin_type(self) -> str:
@@ -84,6 +87,11 @@ class ProbedFile:
 
     streams: tuple[ProbedStream, ...]
     duration_s: float | None
+    start_s: float = 0.0  # the file's first timestamp: ffmpeg's clock starts there
+
+    def stream_start_s(self, stream: ProbedStream) -> float:
+        """Where `stream` starts on ffmpeg's clock (which subtracts the file's start)."""
+        return (self.start_s if stream.start_s is None else stream.start_s) - self.start_s
 
     def of_type(self, kind: str) -> tuple[ProbedStream, ...]:
         """Streams of one ffmpeg kind in file order (`Video` includes cover art, as `0:v`)."""
@@ -155,6 +163,8 @@ _STREAM = re.compile(
 )
 _TITLE = re.compile(r"^\s+title\s*: (?P<title>.*)$")
 _DURATION = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
+_FILE_START = re.compile(r"Duration: [^\n]*?, start: (-?\d+(?:\.\d+)?)")
+_STREAM_START = re.compile(r", start (-?\d+(?:\.\d+)?)")
 _SIZE = re.compile(r", (\d+)x(\d+)[ ,]")
 _FPS = re.compile(r", (\d+(?:\.\d+)?) fps")
 # `h264 (High 10) (avc1 / 0x31637661), yuv420p10le(tv, progressive), 1920x1080 ...`:
@@ -166,7 +176,12 @@ _LAYOUT_CHANNELS = {"mono": 1, "stereo": 2, "2.1": 3, "quad": 4, "5.0": 5, "5.1"
 
 def parse_probe(text: str) -> ProbedFile:
     """The first input's streams and duration from `ffmpeg -i` output."""
-    return ProbedFile(tuple(parse_stream_listing(text)), parse_duration(text))
+    start = _FILE_START.search(text)
+    return ProbedFile(
+        tuple(parse_stream_listing(text)),
+        parse_duration(text),
+        start_s=float(start[1]) if start else 0.0,
+    )
 
 
 def _input_sections(text: str) -> list[ProbedFile]:
@@ -208,12 +223,14 @@ def parse_stream_listing(text: str) -> list[ProbedStream]:
 
 def _probed(match: re.Match[str]) -> ProbedStream:
     rest = match["rest"]
+    start = _STREAM_START.search(rest)
     stream = ProbedStream(
         index=int(match["index"]),
         type=match["type"],
         codec=match["codec"],
         language=match["lang"] if match["lang"] not in (None, "und") else None,
         is_default="(default)" in rest,
+        start_s=float(start[1]) if start else None,
     )
     if stream.type == "Video":
         size = _SIZE.search(rest)

@@ -17,7 +17,7 @@ nothing to mirror. Pure: plain data in, plain data out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
@@ -60,6 +60,7 @@ class FileStream:
     bit_depth: int | None = None
     is_default: bool = False  # Jellyfin's IsDefault: the track a player starts with
     is_forced: bool = False
+    start_s: float | None = None  # its first timestamp on ffmpeg's clock (probe only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ def select_streams(
         streams = _from_jellyfin(listed, len(item.external_streams))
     else:
         _check_counts(listed, probe.streams)
-        streams = _merged(listed, probe.streams)
+        streams = _merged(listed, probe)
     videos = [s for s in streams if s.type == "Video"]
     if not videos:
         only_art = any(s.type == "EmbeddedImage" for s in streams)
@@ -166,8 +167,9 @@ def _from_jellyfin(listed: Sequence[MediaStream], sidecars: int) -> list[FileStr
     return found
 
 
-def _merged(listed: Sequence[MediaStream], probed: Sequence[ProbedStream]) -> list[FileStream]:
+def _merged(listed: Sequence[MediaStream], probe: ProbedFile) -> list[FileStream]:
     """The probed streams in file order, each with the Jellyfin entry at its position."""
+    probed = probe.streams
     by_letter = {letter: _jellyfin_of_kind(listed, letter) for letter in "vasd"}
     counters: dict[str, int] = {}
     found = []
@@ -181,7 +183,12 @@ def _merged(listed: Sequence[MediaStream], probed: Sequence[ProbedStream]) -> li
         kind = stream.jellyfin_type
         if jellyfin is not None and jellyfin.type == "EmbeddedImage":
             kind = "EmbeddedImage"  # cover art either way: Jellyfin also judges by codec
-        found.append(_file_stream(stream.index, f"{letter}:{nth}", kind, jellyfin, stream))
+        found.append(
+            replace(
+                _file_stream(stream.index, f"{letter}:{nth}", kind, jellyfin, stream),
+                start_s=probe.stream_start_s(stream),
+            )
+        )
     return found
 
 

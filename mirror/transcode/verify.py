@@ -4,8 +4,10 @@ ffmpeg exiting 0 says little about what it wrote: a wrong `-map` gives a `video.
 holding an audio track, an audio track that ends early gives a short `.m4a`. Each
 output is probed (`ffmpeg -i`, headers only, all outputs in one run) and must hold
 exactly one stream of the right kind and planned codec, and last as long as the source
-within max(1 s, 1 %). A mismatch is permanent (the same file gives the same outputs)
-and names the output and what is wrong. The facts read here go on the job row.
+within max(1 s, 1 %); AAC with more than two channels must name a standard channel
+configuration (browsers refuse the program config element ffmpeg writes otherwise).
+A mismatch is permanent (the same file gives the same outputs) and names the output
+and what is wrong. The facts read here go on the job row.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror.errors import PermanentError
+from mirror.hls.fragments import audio_config, read_moov
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.probe import ProbedFile, probe_own_outputs
 
@@ -57,7 +60,26 @@ def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
         check_output(output, found, plan.duration_s)
         for output, found in zip(plan.outputs, probed, strict=True)
     )
+    for track, found in zip(plan.audio, probed[1:], strict=True):
+        check_aac_configuration(track, found.streams[0].channels)
     return VerifiedOutputs(video=video, audio=tuple(audio))
+
+
+def check_aac_configuration(track: AudioOutput, channels: int | None) -> None:
+    """An AAC track of more than two channels must carry a standard channel configuration
+    in its AudioSpecificConfig: with configuration 0 (the layout in a program config
+    element) hls.js, Shaka and video.js all stop on an audio SourceBuffer error."""
+    if channels is not None and channels <= 2:
+        return
+    try:
+        config = audio_config(read_moov(track.path))
+    except (OSError, PermanentError) as exc:
+        raise PermanentError(f"verify: {track.relative_path} has no readable moov ({exc})") from exc
+    if config is not None and config.channel_configuration == 0:
+        raise PermanentError(
+            f"verify: {track.relative_path} holds {channels or 'multi'}-channel AAC without a "
+            "standard channel configuration (0, a program config element): browsers refuse it"
+        )
 
 
 def check_subtitle(path: Path, relative_path: str) -> None:
