@@ -113,6 +113,8 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         options["movflags"] = _AUDIO_MOVFLAGS
     if track.codec != "copy":
         options["b:a"] = track.bitrate
+    if chain := audio_filters(track):
+        options["af"] = chain
     if track.channels is not None:
         options["ac"] = track.channels  # fold 7.1 down to 5.1; never set to upmix
     # ffmpeg-python takes options as a dict, so one key cannot repeat: the language goes
@@ -122,13 +124,12 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         options["metadata:s:a:0"] = f"language={track.language}"
     if track.title:
         options["metadata:s:a"] = f"title={track.title}"
-    return ffmpeg.output(
-        _audio_filters(source[track.specifier], track), file_argument(track.path), **options
-    )
+    return ffmpeg.output(source[track.specifier], file_argument(track.path), **options)
 
 
-def _audio_filters(stream: Any, track: AudioOutput) -> Any:
-    """A re-encoded track starts exactly where the video does, in a layout AAC names.
+def audio_filters(track: AudioOutput) -> str | None:
+    """The `-af` chain of a re-encoded track: it starts exactly where the video does, in a
+    layout AAC has a configuration for.
 
     ffmpeg's clock puts the video's first frame at `video_start_s`; the track is moved so
     that is 0, then `aresample` pads it with silence from 0 (a track that starts late in
@@ -136,13 +137,12 @@ def _audio_filters(stream: Any, track: AudioOutput) -> Any:
     the source's timestamps the same way, so it never drifts from the picture.
     """
     if track.video_start_s is None:
-        return stream
-    if track.video_start_s:
-        stream = stream.filter("asetpts", f"PTS-{track.video_start_s:.6f}/TB")
-    stream = stream.filter("aresample", **{"async": 1, "first_pts": 0})
+        return None
+    filters = [f"asetpts=PTS-{track.video_start_s:.6f}/TB"] if track.video_start_s else []
+    filters.append("aresample=async=1:first_pts=0")
     if track.layout is not None:
-        stream = stream.filter("aformat", channel_layouts=track.layout)
-    return stream
+        filters.append(f"aformat=channel_layouts={track.layout}")
+    return ",".join(filters)
 
 
 def file_argument(path: Path) -> str:
