@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror.errors import PermanentError
-from mirror.hls.fragments import audio_config, read_moov
+from mirror.transcode.audio_config import audio_config, read_moov
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.probe import ProbedFile, probe_own_outputs
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia
-from mirror.hls.fragments import audio_config, read_moov
 from mirror.jobs import JobRecord
 from mirror.pipeline import TranscodeOptions
+from mirror.transcode.audio_config import audio_config, read_moov
 from mirror.transcode.plan import OutputFormat
 from mirror.transcode.verify import duration_tolerance
 from tests.fidelity.av_sync import mark_of
