@@ -37,8 +37,9 @@ window.measure = async (mode, videoType, audioType, from) => {
   for (const [kind, url] of [["video", "video.mp4"], ["audio", "audio.m4a"]]) {
     const buffer = buffers[kind];
     buffer.mode = mode;
-    const failed = new Promise(r => buffer.addEventListener("error", () => r("error"), {once: true}));
-    const done = new Promise(r => buffer.addEventListener("updateend", () => r("ok"), {once: true}));
+    const once = (event, value) =>
+      new Promise(r => buffer.addEventListener(event, () => r(value), {once: true}));
+    const failed = once("error", "error"), done = once("updateend", "ok");
     buffer.appendBuffer(await (await fetch(url)).arrayBuffer());
     if (await Promise.race([done, failed]) !== "ok") return {error: kind + " append failed"};
   }
