@@ -53,6 +53,9 @@ _FRAGMENTED_OUTPUT_OPTIONS: dict[str, Any] = {
 # presented sample must be at 0 by those alone. Video with B-frames: signed composition
 # offsets, so the first frame is presented at its decode time 0 (unsigned ones put it
 # at the reorder delay, 2 frames, while the audio starts at 0: lip sync off by ~80 ms).
+# Measured in Chromium's MSE, both append modes (tests/fidelity/test_mse_timing.py).
+# libavformat alone reads such fragments late by the largest negative offset (mov.c
+# adds it to every pts): ffmpeg-based players see the picture that much late.
 _VIDEO_MOVFLAGS = _FRAGMENTED_MOVFLAGS + "+negative_cts_offsets"
 # Audio: the encoder's priming (1024 samples) gets an edit list for the players that
 # honour one (delay_moov: the moov waits for the first fragment, which tells its length);
