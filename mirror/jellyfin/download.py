@@ -30,8 +30,8 @@ from typing import IO, Any
 import httpx
 
 from mirror.errors import InsufficientSpace, PermanentError, TransientError
-from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.item import ServedFile
+from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
     FailureBudget,
     RetryableError,

@@ -36,9 +36,9 @@ class PartialRecord:
     listed: dict[str, object] = field(default_factory=dict)  # MediaItem.source_json() then
 
     @classmethod
-    def of(cls, response: httpx.Response, size: int | None, listed: Mapping[str, object]) -> (
-        PartialRecord
-    ):
+    def of(
+        cls, response: httpx.Response, size: int | None, listed: Mapping[str, object]
+    ) -> PartialRecord:
         headers = response.headers
         return cls(size, _header(headers, "Last-Modified"), _header(headers, "ETag"), dict(listed))
 

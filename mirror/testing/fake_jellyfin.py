@@ -17,8 +17,8 @@ import subprocess
 import threading
 import time
 import uuid
-from email.utils import formatdate
 from collections.abc import Callable, Mapping, Sequence
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
