@@ -28,7 +28,7 @@ from tests.fixtures.inprocess import InProcess
 
 MB = 1024 * 1024
 FPS = 25
-OLD_S, NEW_S = 4, 6
+OLD_S = 4
 CUT_AT = 2 * MB + MB // 2  # past the 2 MiB a Matroska file needs before ffmpeg is fed
 STREAMS = (
     MediaStream(index=0, type="Video", codec="h264", width=320, height=240, frame_rate=FPS),
@@ -76,10 +76,15 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 class Library:
     """One item on the stand-in whose file is swapped for the new one at the first cut."""
 
-    def __init__(self, jellyfin: JellyfinStandIn, ffmpeg: str, folder: Path) -> None:
+    def __init__(
+        self, jellyfin: JellyfinStandIn, ffmpeg: str, folder: Path, new_s: int = 6
+    ) -> None:
+        self.jellyfin = jellyfin
+        self.new_s = new_s
+        self.slow_answers = 0  # download requests answered 503 (Retry-After: 1) after the cut
         folder.mkdir()
         self.served = recording(ffmpeg, folder / "Film.mkv", "red", OLD_S)
-        self.new = recording(ffmpeg, folder / "new.mkv", "blue", NEW_S)
+        self.new = recording(ffmpeg, folder / "new.mkv", "blue", new_s)
         self.new_bytes = self.new.read_bytes()
         self.item_id = jellyfin.add_item(
             self.served, name="Film", streams=STREAMS, duration_s=float(OLD_S)
@@ -92,12 +97,19 @@ class Library:
         later = self.served.stat().st_mtime + 60
         os.utime(self.new, (later, later))
         os.replace(self.new, self.served)
+        if self.slow_answers:
+            path = f"/Items/{self.item_id}/Download"
+            self.jellyfin.fail_next(503, self.slow_answers, retry_after=1, path_prefix=path)
         self.swapped.set()
 
 
-@pytest.fixture
-def library(jellyfin: JellyfinStandIn, ffmpeg_path: str, tmp_path: Path) -> Library:
-    return Library(jellyfin, ffmpeg_path, tmp_path / "library")
+@pytest.fixture(params=[6, OLD_S], ids=["longer", "as long"])
+def library(
+    jellyfin: JellyfinStandIn, ffmpeg_path: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Library:
+    """The new file lasts 6 s (a splice shows in the duration) or 4 s, like the old
+    one (a splice passes the output checks: only the frames tell)."""
+    return Library(jellyfin, ffmpeg_path, tmp_path / "library", new_s=request.param)
 
 
 @pytest.fixture
@@ -111,7 +123,7 @@ def client_with(jellyfin: JellyfinStandIn) -> Iterator[Callable[[int], JellyfinC
                 jellyfin.api_key,
                 retry_attempts=retry_attempts,
                 retry_initial_wait=0.01,
-                retry_max_wait=0.05,
+                retry_max_wait=1.0,  # Retry-After: 1 is waited out
             )
         )
         return clients[-1]
@@ -141,9 +153,9 @@ def assert_only_the_new_file(inproc: InProcess, library: Library, tmp_path: Path
     colours = frame_colours(inproc.ffmpeg_path, video)
     old = [n for n, (red, _, blue) in enumerate(colours) if red > blue]
     assert not old, f"frames {old[:5]}... of {len(colours)} come from the old (red) file"
-    assert len(colours) == NEW_S * FPS
+    assert len(colours) == library.new_s * FPS
     probed = inproc.read_back(job.video_key, tmp_path)
-    assert probed.duration_s == pytest.approx(NEW_S, abs=0.1)
+    assert probed.duration_s == pytest.approx(library.new_s, abs=0.1)
     # The row describes the bytes mirrored: the new file's size and Last-Modified.
     assert job.source is not None
     assert job.source["size"] == len(library.new_bytes)
@@ -175,10 +187,13 @@ def test_a_partial_kept_for_the_next_attempt_is_not_resumed_into_the_new_file(
     client_with: Callable[[int], JellyfinClient],
     tmp_path: Path,
 ) -> None:
-    """The cut ends the first attempt (no retries left); its partial stays on disk. The
-    next attempt's metadata lists the new file: the partial is dropped before any byte
-    of it reaches ffmpeg, and the download starts at byte 0."""
-    inproc.media = client_with(1)
+    """The cut ends the first attempt (its one retry is refused); its partial stays on
+    disk. The next attempt's metadata lists the new file, and Jellyfin takes a second to
+    answer (503, Retry-After: 1): time enough to feed ffmpeg the whole old partial if it
+    were taken for current. It is dropped before any byte of it reaches ffmpeg instead,
+    and the download starts at byte 0."""
+    inproc.media = client_with(2)
+    library.slow_answers = 2
 
     mirror_it(inproc, library)
 
