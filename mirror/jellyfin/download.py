@@ -20,7 +20,6 @@ import contextlib
 import errno
 import logging
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -40,6 +39,7 @@ from mirror.jellyfin.failures import (
     give_up,
     raise_for_status,
 )
+from mirror.jellyfin.interrupter import Interrupter
 from mirror.jellyfin.partial import PartialRecord, discard, read_record, write_record
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.jellyfin.throttle import TokenBucket
@@ -56,52 +56,6 @@ REPORT_EVERY_S = 0.05
 # MIRROR_DOWNLOAD_RATE_LIMIT: the receive buffer of a paced download (see _receive_buffer).
 RECEIVE_BUFFER_SECONDS = 0.25
 RECEIVE_BUFFER_MIN = 64 * 1024
-
-
-class _Interrupter:
-    """Lets the abort signal break a blocked socket read in the job's thread at once.
-
-    Closing a socket from another thread does not wake a blocked recv() on Linux, but
-    shutdown() does. The socket is caught through httpcore's trace hook as soon as the
-    connection opens, so even a server that never sends headers can be interrupted.
-    """
-
-    def __init__(self, abort: AbortSignal, receive_buffer: int | None = None) -> None:
-        self._abort = abort
-        self._receive_buffer = receive_buffer
-        self._socket: socket.socket | None = None
-        self.response: httpx.Response | None = None
-
-    def trace(self, name: str, info: dict[str, Any]) -> None:
-        if not (name.startswith("connection.connect_") and name.endswith(".complete")):
-            return
-        stream = info.get("return_value")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if isinstance(sock, socket.socket):
-            self._socket = sock
-            if self._receive_buffer is not None:
-                # Best effort: a socket that refuses only keeps its bigger buffer.
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
-            if self._abort.is_set():
-                self.interrupt()
-
-    def interrupt(self) -> None:
-        sock = self._socket
-        if sock is not None:
-            # The plain-socket method: ssl.SSLSocket.shutdown would also drop the TLS
-            # state under the reading thread's feet. OSError: already closed, read over.
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        elif self.response is not None:
-            # A custom transport (tests) has no socket; closing the stream is enough.
-            # Best effort from a foreign thread: any failure means the stream is gone.
-            with contextlib.suppress(Exception):
-                self.response.close()
-
-    def clear(self) -> None:
-        self._socket = None
-        self.response = None
 
 
 class ResumableDownload:
@@ -141,7 +95,7 @@ class ResumableDownload:
         self._on_progress = on_progress
         self._abort = abort
         self._policy = policy
-        self._link = _Interrupter(abort, _receive_buffer(rate_limit))
+        self._link = Interrupter(abort, _receive_buffer(rate_limit))
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
         self._read_timeout = http.timeout.read
