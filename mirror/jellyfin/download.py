@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import httpx
 
-from mirror.errors import InsufficientSpace, PermanentError, TransientError
+from mirror.errors import InsufficientSpace, PermanentError, SourceChanged, TransientError
 from mirror.item import ServedFile
 from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
@@ -176,7 +176,15 @@ class ResumableDownload:
         if why is not None:
             if size:
                 logger.info("not resuming the %d bytes of item %s: %s", size, self._item_id, why)
-            self._start_over()
+            try:
+                self._start_over()
+            except SourceChanged as exc:
+                # Bytes of this very attempt (it recorded the listing) that cannot be
+                # resumed for want of a validator: a cut, not a changed file.
+                raise TransientError(
+                    f"the download of item {self._item_id} was cut and cannot be resumed "
+                    f"({why}); the attempt starts over"
+                ) from exc
             return 0, None
         self._record = record
         return size, record.if_range if record is not None else None

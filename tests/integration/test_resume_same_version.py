@@ -14,6 +14,7 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
@@ -24,6 +25,7 @@ from mirror.jellyfin.partial import PartialRecord, read_record, record_path, wri
 from mirror.progress import AbortSignal
 
 MB = 1024 * 1024
+ITEM_ID = "5f0c1e2d3b4a59687766554433221100"
 
 
 def make_client(standin: JellyfinStandIn, **overrides: Any) -> JellyfinClient:
@@ -164,3 +166,65 @@ def test_a_start_over_after_bytes_were_vouched_for_raises_source_changed(
     assert not dest.exists() and not record_path(dest).exists()
     with pytest.raises(SourceChanged):
         growing.require_unchanged()
+
+
+class NoValidatorServer:
+    """A server (or proxy) sending no Last-Modified and no ETag, whose first body is cut
+    after 1 MiB; every request it saw."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/Download"):
+            return httpx.Response(404)  # /System/Info/Public: a version is not needed
+        self.requests.append(request)
+        headers = {"Content-Length": str(len(self.data))}
+        if len(self.requests) > 1:
+            return httpx.Response(200, headers=headers, content=iter([self.data]))
+
+        def cut() -> Iterator[bytes]:
+            yield self.data[: 1 * MB]
+            raise httpx.ReadError("peer closed connection")
+
+        return httpx.Response(200, headers=headers, content=cut())
+
+
+def test_a_cut_body_without_a_validator_is_fetched_again_whole_never_by_range(
+    tmp_path: Path,
+) -> None:
+    data = os.urandom(2 * MB)
+    server = NoValidatorServer(data)
+    dest = tmp_path / "source.mkv"
+    with JellyfinClient(
+        "http://jellyfin.invalid", "key", transport=httpx.MockTransport(server),
+        retry_initial_wait=0.001,
+    ) as client:  # fmt: skip
+        assert download(client, ITEM_ID, dest) == 2 * MB
+
+    assert dest.read_bytes() == data
+    assert [r.headers.get("Range") for r in server.requests] == [None, None]
+    assert [r.headers.get("If-Range") for r in server.requests] == [None, None]
+
+
+def test_a_cut_body_without_a_validator_that_ffmpeg_was_fed_ends_the_try_as_transient(
+    tmp_path: Path,
+) -> None:
+    """Its bytes cannot be resumed and a reader already has them: the attempt ends (a
+    network failure, so it uses an attempt: a cut is no change of the file)."""
+    server = NoValidatorServer(os.urandom(2 * MB))
+    dest = tmp_path / "source.mkv"
+    growing = GrowingFile(dest, AbortSignal(), writer_reports=True)
+    with (
+        JellyfinClient(
+            "http://jellyfin.invalid", "key", transport=httpx.MockTransport(server),
+            retry_initial_wait=0.001,
+        ) as client,
+        pytest.raises(TransientError, match="cannot be resumed") as raised,
+    ):  # fmt: skip
+        download(client, ITEM_ID, dest, on_write=growing.wrote, on_restart=growing.start_over)
+
+    assert not isinstance(raised.value, SourceChanged)
+    assert len(server.requests) == 1
+    assert not dest.exists()
