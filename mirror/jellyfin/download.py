@@ -312,8 +312,9 @@ class ResumableDownload:
         """416 to `bytes=N-` with a matching If-Range: fine if N is the whole file."""
         match = _UNSATISFIED_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
         total = int(match.group(1)) if match else None
-        recorded = self._record.size if self._record is not None else None
-        if total != offset or (recorded is not None and total != recorded):
+        # The whole file on disk, if it is of the version recorded (same size and date).
+        why = self._record.mismatch(response, total) if self._record is not None else None
+        if total != offset or why is not None:
             self._start_over()
             raise RetryableError(
                 f"Jellyfin cannot resume item {self._item_id} at byte {offset} "
