@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import httpx
 
-from mirror.errors import InsufficientSpace, PermanentError, SourceChanged, TransientError
+from mirror.errors import InsufficientSpace, PermanentError, TransientError
 from mirror.item import ServedFile
 from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
@@ -87,6 +87,7 @@ class ResumableDownload:
         # is of another version of the file.
         self._listed = dict(listed or {})
         self._record: PartialRecord | None = None
+        self._told_reader = False  # on_write was told of bytes: a reader may have them
         self._server_version = server_version
         self._item_id = item_id
         self._path = f"/Items/{item_id}/Download"
@@ -176,26 +177,28 @@ class ResumableDownload:
         if why is not None:
             if size:
                 logger.info("not resuming the %d bytes of item %s: %s", size, self._item_id, why)
-            try:
-                self._start_over()
-            except SourceChanged as exc:
-                # Bytes of this very attempt (it recorded the listing) that cannot be
-                # resumed for want of a validator: a cut, not a changed file.
-                raise TransientError(
-                    f"the download of item {self._item_id} was cut and cannot be resumed "
-                    f"({why}); the attempt starts over"
-                ) from exc
+            # Across attempts nobody read them yet; inside one, only a missing validator
+            # gets here (same listing, same size): no sign the file changed.
+            self._start_over(why, changed=False)
             return 0, None
         self._record = record
         return size, record.if_range if record is not None else None
 
-    def _start_over(self) -> None:
-        """Throw the partial away; a reader that may have used it learns of it (and
-        SourceChanged is raised: no try of this attempt may mix the files)."""
+    def _start_over(self, why: str, *, changed: bool) -> None:
+        """Throw the partial away, to download the file again from byte 0. Once a reader
+        was told of its bytes that ends the download, as nothing may mix them with
+        others: SourceChanged (`on_restart` raises it) when the server has another
+        version, a TransientError when the bytes merely cannot be resumed."""
         discard(self._dest)
         self._record = None
-        if self._on_restart is not None:
+        if not self._told_reader:
+            return
+        if changed and self._on_restart is not None:
             self._on_restart()
+        raise TransientError(
+            f"the download of item {self._item_id} has to start over ({why}) after part of "
+            "it was read; the attempt starts over"
+        )
 
     def _write_body(self, response: httpx.Response, offset: int) -> ServedFile:
         if response.status_code == 206:
@@ -205,7 +208,7 @@ class ResumableDownload:
         else:
             if offset:
                 logger.info("item %s changed on the server; downloading it again", self._item_id)
-            self._start_over()
+            self._start_over("Jellyfin sent the whole file", changed=bool(offset))
             start, total = 0, _content_length(response)
             mode = "wb"
         if total is not None and self._expected_size is not None and total != self._expected_size:
@@ -275,6 +278,8 @@ class ResumableDownload:
                 raise InsufficientSpace(f"disk full while downloading to {self._dest}") from exc
             raise TransientError(f"cannot write the download to {self._dest}: {exc}") from exc
         finally:
+            if done > start and on_write is not None:
+                self._told_reader = True
             if done != reported:  # the last bytes (or those before a failure) are counted
                 elapsed = time.monotonic() - began
                 speed = round(self._received / elapsed) if elapsed > 0 else speed
@@ -289,7 +294,7 @@ class ResumableDownload:
         header = response.headers.get("Content-Range", "")
         match = _CONTENT_RANGE.fullmatch(header.strip())
         if match is None or int(match.group(1)) != offset:
-            self._start_over()
+            self._start_over(f"Content-Range {header[:80]!r}", changed=False)
             raise RetryableError(
                 f"Jellyfin answered a resume of item {self._item_id} at byte {offset} "
                 f"with Content-Range {header[:80]!r}; starting over"
@@ -297,7 +302,7 @@ class ResumableDownload:
         total = None if match.group(3) == "*" else int(match.group(3))
         why = self._record.mismatch(response, total) if self._record is not None else None
         if why is not None:
-            self._start_over()
+            self._start_over(why, changed=True)
             raise RetryableError(
                 f"the file of item {self._item_id} changed on the server ({why}); "
                 "downloading it again from byte 0"
@@ -307,6 +312,7 @@ class ResumableDownload:
     def _vouch(self, size: int) -> None:
         if self._on_write is not None:
             self._on_write(size)
+            self._told_reader = self._told_reader or size > 0
 
     def _finish_complete_partial(self, response: httpx.Response, offset: int) -> ServedFile:
         """416 to `bytes=N-` with a matching If-Range: fine if N is the whole file."""
@@ -315,7 +321,7 @@ class ResumableDownload:
         # The whole file on disk, if it is of the version recorded (same size and date).
         why = self._record.mismatch(response, total) if self._record is not None else None
         if total != offset or why is not None:
-            self._start_over()
+            self._start_over(why or f"416: the file has {total} bytes", changed=True)
             raise RetryableError(
                 f"Jellyfin cannot resume item {self._item_id} at byte {offset} "
                 f"(416, the file has {total} bytes); starting over"
@@ -329,7 +335,7 @@ class ResumableDownload:
         if expected is not None and size != expected:
             self._blame_symlink_bug(f"it sent {size} bytes but reported {expected}")
             if size > expected:
-                self._start_over()
+                discard(self._dest)  # the error below ends the download either way
             raise TransientError(
                 f"downloaded {size} bytes of item {self._item_id} but Jellyfin reported "
                 f"{expected} (MediaSources Size)"

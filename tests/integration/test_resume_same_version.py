@@ -221,7 +221,7 @@ def test_a_cut_body_without_a_validator_that_ffmpeg_was_fed_ends_the_try_as_tran
             "http://jellyfin.invalid", "key", transport=httpx.MockTransport(server),
             retry_initial_wait=0.001,
         ) as client,
-        pytest.raises(TransientError, match="cannot be resumed") as raised,
+        pytest.raises(TransientError, match=r"no validator .* after part of it was read") as raised,
     ):  # fmt: skip
         download(client, ITEM_ID, dest, on_write=growing.wrote, on_restart=growing.start_over)
 
