@@ -10,8 +10,9 @@ Last-Modified or ETag are not the recorded ones (ASP.NET honours a date If-Range
 replaced file with an older mtime) means the download starts over from byte 0.
 
 Bytes are vouched for to the reader in this process (`on_write`) only once the server
-confirmed they are current, and a start-over after that is announced (`on_restart`,
-which raises SourceChanged if a reader may have used the old bytes).
+confirmed they are current. A start-over after that ends the download, as the reader
+may have used the old bytes: SourceChanged (from `on_restart`) when the server has
+another version, a TransientError when the bytes merely cannot be resumed.
 """
 
 from __future__ import annotations
