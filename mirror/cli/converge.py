@@ -104,7 +104,9 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         MIRROR_DELETE_GRACE (default 7d) after that are deleted. An item listed again
         before then keeps its mirror (class `restored`). A run that would remove more than
         50 items or 10% of the mirrored items, or whose library listing is empty, removes
-        nothing and exits 1 saying why (--max-delete N|P% or --force to go ahead).
+        nothing and exits 1 saying why (--max-delete N|P% or --force to go ahead; never
+        for an empty listing). Exit codes: 0 ok, 1 removals held back or a runtime
+        failure, 2 bad usage.
         """
         if (library is None) == (parent_id is None):
             raise ctx.usage_error("give --library NAME or --parent-id ID (exactly one)")
