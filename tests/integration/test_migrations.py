@@ -105,3 +105,34 @@ def test_removed_status_is_allowed_and_downgrade_turns_it_into_cancelled(
         assert marks == (None, None)  # cancelled, not removed: nothing to mark
     finally:
         engine.dispose()
+
+
+def test_0008_dates_the_removals_made_before_it_as_deleted(database_url: str) -> None:
+    """Before 0008 a removed item's objects went at once: both marks are its updated_at."""
+    from alembic import command
+
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            config = migrations.alembic_config(engine)
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0007")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO media_mirror.jobs (item_id, status, updated_at) VALUES "
+                    "(:removed, 'removed', '2026-01-02T03:04:05Z'), (:done, 'done', now())"
+                ),
+                {"removed": "a" * 32, "done": "b" * 32},
+            )
+        migrations.upgrade(engine)
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT item_id, removed_at = updated_at AND objects_deleted_at = updated_at"
+                    " FROM media_mirror.job_status ORDER BY item_id"
+                )
+            ).all()
+        assert [tuple(row) for row in rows] == [("a" * 32, True), ("b" * 32, None)]
+    finally:
+        engine.dispose()
