@@ -101,20 +101,7 @@ class Removals:
         if not item_ids:
             return []
         with self.engine.begin() as conn:
-            rows = conn.execute(
-                text(
-                    f"""
-                    UPDATE {_JOBS}
-                    SET status = CASE WHEN status = 'removed' THEN 'done' ELSE status END,
-                        removed_at = NULL, updated_at = now()
-                    WHERE item_id = ANY(:ids)
-                      AND removed_at IS NOT NULL AND objects_deleted_at IS NULL
-                    RETURNING item_id
-                    """
-                ),
-                {"ids": list(item_ids)},
-            ).scalars()
-            return sorted(set(rows))
+            return restore_on(conn, item_ids)
 
     def due(self, grace_s: float) -> list[str]:
         """Items marked gone at least `grace_s` ago whose objects are still there, and
@@ -176,3 +163,21 @@ def _mark(conn: Connection, item_ids: list[str]) -> int:
         ),
         {"ids": item_ids, "why": CANCELLED_BY_DELETE},
     ).rowcount
+
+
+def restore_on(conn: Connection, item_ids: Sequence[str]) -> list[str]:
+    """`Removals.restore` inside a caller's transaction (an enqueue: the item exists)."""
+    rows = conn.execute(
+        text(
+            f"""
+            UPDATE {_JOBS}
+            SET status = CASE WHEN status = 'removed' THEN 'done' ELSE status END,
+                removed_at = NULL, updated_at = now()
+            WHERE item_id = ANY(:ids)
+              AND removed_at IS NOT NULL AND objects_deleted_at IS NULL
+            RETURNING item_id
+            """
+        ),
+        {"ids": list(item_ids)},
+    ).scalars()
+    return sorted(set(rows))

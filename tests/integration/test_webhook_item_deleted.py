@@ -88,3 +88,18 @@ def test_item_deleted_cancels_a_queued_first_job_whatever_the_limit(engine: Engi
     assert job.status == "cancelled" and job.error is not None
     assert "deleted in Jellyfin" in job.error
     assert Removals(engine).due(0) == [item_id]  # its uploads go with the next purge
+
+
+def test_item_added_before_the_grace_ends_gives_the_mirror_back(engine: Engine) -> None:
+    (item_id,) = _mirror(engine, 1)
+    Removals(engine).mark_gone([item_id])  # as sync --delete or ItemDeleted does
+    repo = JobRepository(engine)
+    assert repo.latest_for_item(item_id).status == "removed"
+
+    body = {"NotificationType": "ItemAdded", "ItemId": item_id, "ItemType": "Movie"}
+    response = _web(engine).post("/hooks/jellyfin", json=body, headers={SECRET_HEADER: SECRET})
+
+    assert response.json == {"status": "already mirrored", "item_id": item_id}
+    job = repo.latest_for_item(item_id)
+    assert (job.status, job.removed_at, job.objects_deleted_at) == ("done", None, None)
+    assert Removals(engine).due(0) == [] and len(repo.list()) == 1
