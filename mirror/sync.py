@@ -208,7 +208,10 @@ def sync_library(
     for item_id in removed:
         report.add(SyncClass.REMOVED, item_id)
     if deletion is not None:
-        _remove(lister, jobs, deletion, report, removed, mirrored=len(mirrored), listed=len(seen))
+        # The share is of this library's mirror: one library on an offline mount is a
+        # small part of a big mirror, and all of its own.
+        here = len(mirrored & seen) + len(removed)
+        _remove(lister, jobs, deletion, report, removed, mirrored=here, listed=len(seen))
     return report
 
 
