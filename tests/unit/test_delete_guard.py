@@ -52,3 +52,10 @@ def test_delete_grace_defaults_to_seven_days_and_takes_zero() -> None:
     assert Settings(delete_grace="0").delete_grace == 0
     with pytest.raises(ValueError):
         Settings(delete_grace="-1d")
+
+
+def test_days_print_as_days() -> None:
+    from mirror.durations import format_duration
+
+    assert format_duration(7 * 86400) == "7d"
+    assert format_duration(36 * 3600) == "1d12h"
