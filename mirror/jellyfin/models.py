@@ -124,6 +124,14 @@ def parse_media_stream(data: Mapping[str, Any]) -> MediaStream | None:
         pixel_format=_str(data.get("PixelFormat")),
         profile=_str(data.get("Profile")),
         bit_depth=_int(data.get("BitDepth")),
+        # Jellyfin always sends IsInterlaced (false when unknown): only true is a fact.
+        is_interlaced=True if data.get("IsInterlaced") is True else None,
+        color_primaries=_str(data.get("ColorPrimaries")),
+        color_transfer=_str(data.get("ColorTransfer")),
+        color_space=_str(data.get("ColorSpace")),
+        rotation=_int(data.get("Rotation")),
+        dv_profile=_int(data.get("DvProfile")),
+        video_range_type=_str(data.get("VideoRangeType")),
     )
 
 

@@ -17,6 +17,12 @@ from pathlib import Path
 
 from mirror.errors import PermanentError, TransientError
 from mirror.item import MediaStream
+from mirror.transcode.picture_listing import (
+    NO_PICTURE_FACTS,
+    Picture,
+    parse_picture,
+    parse_side_data_line,
+)
 
 # A probe that takes this long is a hung ffmpeg or a dead disk, not a slow header.
 PROBE_TIMEOUT_S = 120.0
@@ -44,6 +50,7 @@ class ProbedStream:
     attached_pic: bool = False
     pixel_format: str | None = None  # video only, e.g. yuv420p10le
     profile: str | None = None  # video only, e.g. High 10
+    picture: Picture = NO_PICTURE_FACTS  # video only: scan, colour, pixel shape, rotation
 
     @property
     def jellyfin_type(self) -> str:
@@ -75,6 +82,12 @@ class ProbedStream:
             pixel_format=self.pixel_format if video else None,
             profile=self.profile if video else None,
             bit_depth=self.bit_depth if video else None,
+            is_interlaced=self.picture.interlaced if video else None,
+            color_primaries=self.picture.primaries if video else None,
+            color_transfer=self.picture.transfer if video else None,
+            color_space=self.picture.matrix if video else None,
+            rotation=self.picture.rotation if video else None,
+            dv_profile=self.picture.dovi_profile if video else None,
         )
 
 
@@ -203,6 +216,11 @@ def parse_stream_listing(text: str) -> list[ProbedStream]:
             in_stream = False
         elif in_stream and (title := _TITLE.match(line)):
             found[-1] = replace(found[-1], title=title["title"])
+        elif in_stream and found[-1].type == "Video":
+            # Side data (display matrix, Dolby Vision record) is listed under its stream.
+            picture = parse_side_data_line(line, found[-1].picture)
+            if picture is not found[-1].picture:
+                found[-1] = replace(found[-1], picture=picture)
     return found
 
 
@@ -230,6 +248,7 @@ def _probed(match: re.Match[str]) -> ProbedStream:
             attached_pic="(attached pic)" in rest,
             pixel_format=pixel_format["pix"] if pixel_format else None,
             profile=profile["profile"].strip() if profile else None,
+            picture=parse_picture(rest),
         )
     if stream.type == "Audio":
         return replace(stream, channels=_channels(rest))

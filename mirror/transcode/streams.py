@@ -23,6 +23,7 @@ from typing import Any
 
 from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
+from mirror.transcode.picture_listing import NO_PICTURE_FACTS
 from mirror.transcode.probe import ProbedFile, ProbedStream
 
 # ffmpeg's stream specifier letter for each Jellyfin Type (cover art is video to ffmpeg).
@@ -60,6 +61,16 @@ class FileStream:
     bit_depth: int | None = None
     is_default: bool = False  # Jellyfin's IsDefault: the track a player starts with
     is_forced: bool = False
+    # Picture facts (video), the probe's first: they decide deinterlacing, tone-mapping
+    # and scaling (mirror.transcode.picture). Jellyfin alone has VideoRangeType.
+    interlaced: bool | None = None
+    color_primaries: str | None = None
+    color_transfer: str | None = None
+    color_space: str | None = None
+    sar: tuple[int, int] | None = None  # the probe's; Jellyfin gives no pixel shape
+    rotation: int | None = None  # display matrix, degrees counter-clockwise
+    dv_profile: int | None = None
+    video_range_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +209,11 @@ def _file_stream(
         value = getattr(jf, name)
         return value if value is not None or probed is None else getattr(probed, name)
 
+    picture = probed.picture if probed is not None else NO_PICTURE_FACTS
+
+    def picture_first(value: Any, name: str) -> Any:
+        return value if value is not None else getattr(jf, name)
+
     return FileStream(
         index=index,
         specifier=specifier,
@@ -214,6 +230,14 @@ def _file_stream(
         bit_depth=file_first("bit_depth"),
         is_default=bool(jellyfin_first("is_default")),
         is_forced=jf.is_forced,
+        interlaced=picture_first(picture.interlaced, "is_interlaced"),
+        color_primaries=picture_first(picture.primaries, "color_primaries"),
+        color_transfer=picture_first(picture.transfer, "color_transfer"),
+        color_space=picture_first(picture.matrix, "color_space"),
+        sar=picture.sar,
+        rotation=picture_first(picture.rotation, "rotation"),
+        dv_profile=picture_first(picture.dovi_profile, "dv_profile"),
+        video_range_type=jf.video_range_type,
     )
 
 
