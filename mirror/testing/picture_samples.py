@@ -24,6 +24,7 @@ from mirror.demo.media import SampleMedia, describe_streams, probe_duration, run
 
 _FPS = 25
 _AUDIO = ("-c:a", "aac", "-b:a", "64k", "-ac", "2")
+_MP2 = ("-c:a", "mp2", "-b:a", "192k", "-ac", "2")
 _X265_LOG = "log-level=error"
 # The mastering display of most HDR10 discs (P3 in BT.2020, 1000 nits) and its light levels.
 _HDR10_METADATA = (
@@ -58,13 +59,12 @@ def interlaced_mpeg2(
         "-c:v", "mpeg2video", "-flags", "+ilme+ildct", "-b:v", "6M", "-maxrate", "9M",
         "-bufsize", "1835k",
     ]  # fmt: skip
-    audio = ("-c:a", "mp2", "-b:a", "192k", "-ac", "2")
     return _generate(
         dest.with_suffix(".mpg"),
         pattern(720, 576, duration_s, rate=2 * _FPS),
         picture,
         ffmpeg_path,
-        audio=audio,
+        audio=_MP2,
         container="mpeg",
     )
 
@@ -84,6 +84,7 @@ def interlaced_h264(
         pattern(720, 576, duration_s, rate=2 * _FPS),
         picture,
         ffmpeg_path,
+        audio=_MP2,  # what DVB broadcasts carry
         container="mpegts",
     )
 

@@ -58,13 +58,6 @@ _MIN_VIDEO_FRAGMENT_US = 3_500_000
 _AUDIO_FRAGMENT_US = 500_000
 
 
-_BT709_TAGS: dict[str, Any] = {
-    "color_primaries": "bt709",
-    "color_trc": "bt709",
-    "colorspace": "bt709",
-}
-
-
 def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = False) -> list[str]:
     """The full argv (ffmpeg first) that writes every output of `plan` in one run;
     `from_stdin`: the source comes through a pipe (mirror.transcode.feed)."""
@@ -94,8 +87,7 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     if video.codec != "copy":
         # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
         options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
-        # The filters leave BT.709 (converted or tone-mapped); the tags say so.
-        options.update(_BT709_TAGS)
+        # The filters leave BT.709 (converted or tone-mapped) and tag the frames so.
         if video.filters:
             options["vf"] = ",".join(video.filters)
         if fragmented:

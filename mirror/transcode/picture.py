@@ -28,6 +28,9 @@ SQUARE_EVEN = ("scale=trunc(iw*sar/2+0.5)*2:trunc(ih/2+0.5)*2", "setsar=1")
 # mobius keeps what an SDR screen can show as it is and rolls off only the highlights
 # above it; hable darkens the whole picture by about a third. desat=0: no grey highlights.
 _TONE_MAP_CURVE = "tonemap=tonemap=mobius:desat=0"
+# The frames' own tags: ffmpeg 9 gives the encoder the frames' primaries and transfer
+# over `-color_primaries` / `-color_trc`, so an untagged source would stay untagged.
+TAG_BT709 = "setparams=color_primaries=bt709:color_trc=bt709:colorspace=bt709"
 
 _TRANSFER_RANGES: dict[str, VideoRange] = {"smpte2084": "PQ", "arib-std-b67": "HLG"}
 # Jellyfin's VideoRangeType, for a stream whose tags the probe did not read.
@@ -78,7 +81,7 @@ def shows_as_is(stream: FileStream) -> bool:
 
 
 def video_filters(stream: FileStream) -> tuple[str, ...]:
-    """The `-vf` chain for re-encoding `stream`, in order (empty when none is needed).
+    """The `-vf` chain for re-encoding `stream`, in order; the last one tags BT.709.
 
     Deinterlacing comes first (scaling mixes the fields); colours last, after scaling
     has made the picture no bigger than it needs.
@@ -89,6 +92,7 @@ def video_filters(stream: FileStream) -> tuple[str, ...]:
     if _needs_square_even(stream):
         filters += SQUARE_EVEN
     filters += _to_bt709(stream)
+    filters.append(TAG_BT709)
     return tuple(filters)
 
 
