@@ -82,7 +82,8 @@ class ProbedStream:
             pixel_format=self.pixel_format if video else None,
             profile=self.profile if video else None,
             bit_depth=self.bit_depth if video else None,
-            is_interlaced=self.picture.interlaced if video else None,
+            # As Jellyfin's IsInterlaced reads (mirror.jellyfin.models): only true says so.
+            is_interlaced=True if video and self.picture.interlaced else None,
             color_primaries=self.picture.primaries if video else None,
             color_transfer=self.picture.transfer if video else None,
             color_space=self.picture.matrix if video else None,
