@@ -129,7 +129,6 @@ def parse_media_stream(data: Mapping[str, Any]) -> MediaStream | None:
         color_primaries=_str(data.get("ColorPrimaries")),
         color_transfer=_str(data.get("ColorTransfer")),
         color_space=_str(data.get("ColorSpace")),
-        rotation=_int(data.get("Rotation")),
         dv_profile=_int(data.get("DvProfile")),
         video_range_type=_str(data.get("VideoRangeType")),
     )

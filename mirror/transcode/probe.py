@@ -87,7 +87,6 @@ class ProbedStream:
             color_primaries=self.picture.primaries if video else None,
             color_transfer=self.picture.transfer if video else None,
             color_space=self.picture.matrix if video else None,
-            rotation=self.picture.rotation if video else None,
             dv_profile=self.picture.dovi_profile if video else None,
         )
 

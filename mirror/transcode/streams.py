@@ -68,7 +68,6 @@ class FileStream:
     color_transfer: str | None = None
     color_space: str | None = None
     sar: tuple[int, int] | None = None  # the probe's; Jellyfin gives no pixel shape
-    rotation: int | None = None  # display matrix, degrees counter-clockwise
     dv_profile: int | None = None
     video_range_type: str | None = None
 
@@ -235,7 +234,6 @@ def _file_stream(
         color_transfer=picture_first(picture.transfer, "color_transfer"),
         color_space=picture_first(picture.matrix, "color_space"),
         sar=picture.sar,
-        rotation=picture_first(picture.rotation, "rotation"),
         dv_profile=picture_first(picture.dovi_profile, "dv_profile"),
         video_range_type=jf.video_range_type,
     )

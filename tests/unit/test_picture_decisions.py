@@ -172,15 +172,12 @@ def test_jellyfin_picture_fields_are_parsed() -> None:
         {
             "Index": 0, "Type": "Video", "Codec": "hevc", "IsInterlaced": True,
             "ColorPrimaries": "bt2020", "ColorTransfer": "smpte2084", "ColorSpace": "bt2020nc",
-            "Rotation": -90, "DvProfile": 8, "VideoRangeType": "DOVIWithHDR10",
+            "DvProfile": 8, "VideoRangeType": "DOVIWithHDR10",
         }
     )  # fmt: skip
     assert parsed is not None
-    assert (parsed.is_interlaced, parsed.color_transfer, parsed.rotation) == (
-        True,
-        "smpte2084",
-        -90,
-    )
+    assert (parsed.is_interlaced, parsed.color_primaries) == (True, "bt2020")
+    assert (parsed.color_transfer, parsed.color_space) == ("smpte2084", "bt2020nc")
     assert (parsed.dv_profile, parsed.video_range_type) == (8, "DOVIWithHDR10")
     not_interlaced = parse_media_stream({"Index": 0, "Type": "Video", "IsInterlaced": False})
     assert not_interlaced is not None and not_interlaced.is_interlaced is None  # false: unknown
