@@ -85,10 +85,13 @@ def assert_decodes(ffmpeg: str, path: Path) -> None:
 
 
 def interlaced_share(ffmpeg: str, path: Path) -> float:
-    """idet's multi-frame verdict: the share of frames it finds interlaced (TFF or BFF)."""
+    """idet's per-frame verdict: the share of frames it finds interlaced (TFF or BFF).
+
+    (Its multi-frame verdict carries a few frames of history from the first frames.)
+    """
     log = run_filter(ffmpeg, path, "idet")
     counts = re.findall(
-        r"Multi frame detection: TFF:\s*(\d+) BFF:\s*(\d+) Progressive:\s*(\d+)", log
+        r"Single frame detection: TFF:\s*(\d+) BFF:\s*(\d+) Progressive:\s*(\d+)", log
     )
     tff, bff, progressive = (int(n) for n in counts[-1])
     assert tff + bff + progressive > 0, log
