@@ -10,14 +10,17 @@ Each plan (format hls, preset veryfast, crf 23) runs as
 - ours: run_transcode(plan, ffmpeg, heartbeat, abort) with a real Heartbeat (in-memory
   store), as bench/transcode.py does;
 - peer: build_command(plan)'s argv (the SAME filters and arguments) with subprocess.run.
-Warm-up, then 3 rounds (quick: 1) alternating which goes first. Prints the medians and
-ours/bare per case (target <= 1.03x, as the other transcode figures); the LAST line is
-the worse of the two ratios.
+Warm-up, then 5 rounds (quick: 1) alternating which goes first. Prints the median wall
+times and ours/bare per case (target <= 1.03x, as the other transcode figures), and the
+median CPU seconds (ffmpeg's, plus this process's for ours: the heartbeat, progress and
+stderr threads), which other load on the machine disturbs far less than wall time; the
+LAST line is the worse of the two wall-time ratios.
 Usage: python bench/picture.py [--quick]   (or BENCH_QUICK=1)
 """
 
 from __future__ import annotations
 
+import resource
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -48,11 +51,39 @@ def _plan(sample: SampleMedia, work: Path, ffmpeg: str) -> TranscodePlan:
     return plan
 
 
+def _measure(
+    label: str, plan: TranscodePlan, ffmpeg: str, rounds: int
+) -> tuple[harness.Rounds, dict[str, list[float]]]:
+    """Wall times of ours and bare, alternating, and the CPU seconds of each run."""
+    cpu: dict[str, list[float]] = {"ours": [], "bare": []}
+    result = harness.alternate(
+        lambda: _with_cpu(cpu["ours"], lambda: run_ours(plan, ffmpeg)),
+        lambda: _with_cpu(cpu["bare"], lambda: run_bare(plan, ffmpeg)),
+        rounds=rounds,
+        label=label,
+    )
+    return result, cpu
+
+
+def _with_cpu(record: list[float], run: Callable[[], float]) -> float:
+    """`run`'s wall seconds; its CPU seconds (children and this process) go to `record`."""
+    before = _cpu_seconds()
+    seconds = run()
+    record.append(_cpu_seconds() - before)
+    return seconds
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return children.ru_utime + children.ru_stime + own.ru_utime + own.ru_stime
+
+
 def main() -> None:
     quick = harness.quick_mode()
     ffmpeg = shutil.which(harness.ffmpeg_binary()) or harness.ffmpeg_binary()
     seconds = 5 if quick else 20
-    rounds = 1 if quick else 3
+    rounds = 1 if quick else 5
     cases = {
         "tone-map (HDR10 640x360)": _sample("hdr10", picture_samples.hdr10_hevc, seconds, ffmpeg),
         "deinterlace (MPEG-2 720x576i)": _sample(
@@ -64,17 +95,17 @@ def main() -> None:
     lines = []
     for label, sample in cases.items():
         plan = _plan(sample, work / label.split()[0], ffmpeg)
-        result = harness.alternate(
-            lambda plan=plan: run_ours(plan, ffmpeg),
-            lambda plan=plan: run_bare(plan, ffmpeg),
-            rounds=rounds,
-            label=label,
-        )
+        result, cpu = _measure(label, plan, ffmpeg, rounds)
         ours, bare = harness.median(result.ours), harness.median(result.peer)
+        ours_cpu, bare_cpu = harness.median(cpu["ours"]), harness.median(cpu["bare"])
         ratios.append(ours / bare)
         lines.append(
             f"{label}, {seconds} s: ours {ours:.2f} s, bare ffmpeg {bare:.2f} s "
             f"(medians of {len(result.ours)}); -vf {','.join(plan.video.filters)}"
+        )
+        lines.append(
+            f"{label} CPU: ours {ours_cpu:.2f} s, bare {bare_cpu:.2f} s, "
+            f"ratio {ours_cpu / bare_cpu:.3f}x"
         )
         lines.append(
             harness.ratio_line(f"{label} ours/bare", ours / bare, "<= 1.03x", ours / bare <= 1.03)
