@@ -170,12 +170,10 @@ def _generate(
 ) -> SampleMedia:
     ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
     dest.parent.mkdir(parents=True, exist_ok=True)
-    duration = picture.rsplit("duration=", 1)[1]
-    tone = f"sine=frequency=440:sample_rate=48000:duration={duration}"
     run_ffmpeg([
         ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-f", "lavfi", "-i", picture, "-f", "lavfi", "-i", tone,
-        "-map", "0:v", "-map", "1:a", *video_args, "-g", str(_FPS), *audio,
+        "-f", "lavfi", "-i", picture, "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+        "-map", "0:v", "-map", "1:a", "-shortest", *video_args, "-g", str(_FPS), *audio,
         "-metadata:s:a:0", "language=eng", str(dest),
     ])  # fmt: skip
     return _sample(dest, ffmpeg, container=container)
