@@ -220,8 +220,8 @@ def plays_everywhere(stream: FileStream) -> bool:
     Unknown facts do not block a copy (Jellyfin and the probe both give them for real
     files); a known 10-bit, 4:2:2 / 4:4:4 or High 10+ stream is re-encoded. So is
     interlaced H.264 (1080i TV): browsers do not deinterlace, a copy would comb on every
-    frame of motion. And HDR-tagged H.264: HLS has no way to say a copied H.264 is HDR
-    that players honour, so it is tone-mapped.
+    frame of motion. And HDR-tagged H.264: players expect HDR in HLS as HEVC or Dolby
+    Vision (Apple's HLS authoring spec), not H.264, so it is tone-mapped to SDR.
     """
     if not _is(stream.codec, _H264_NAMES) or not shows_as_is(stream):
         return False
