@@ -47,9 +47,10 @@ _JELLYFIN_RANGES: dict[str, VideoRange] = {
 }
 # Names zscale takes for input colours; anything else is treated as untagged.
 _MATRICES = frozenset({"bt709", "bt470bg", "smpte170m", "smpte240m", "bt2020nc", "bt2020c", "fcc"})
-_PRIMARIES = frozenset(
-    {"bt709", "bt470m", "bt470bg", "smpte170m", "smpte240m", "film", "bt2020", "smpte432"}
-)
+# Gamuts an SDR picture is worth converting from. SD's (EBU bt470bg, SMPTE-C smpte170m)
+# are within a hair of BT.709 and players show them as BT.709; converting them, from a
+# tag or a guess, moves colours more than it corrects them.
+_WIDE_GAMUTS = frozenset({"bt2020", "smpte432"})
 # Above this many lines an untagged video is HD (BT.709), at or below it SD (BT.601).
 _SD_MAX_HEIGHT = 576
 
@@ -118,7 +119,7 @@ def _to_bt709(stream: FileStream) -> list[str]:
     if hdr != "SDR":
         transfer = "smpte2084" if hdr == "PQ" else "arib-std-b67"
         matrix = stream.color_space if stream.color_space in _MATRICES else "bt2020nc"
-        primaries = stream.color_primaries if stream.color_primaries in _PRIMARIES else "bt2020"
+        primaries = stream.color_primaries if stream.color_primaries in _WIDE_GAMUTS else "bt2020"
         return [
             f"zscale=tin={transfer}:min={matrix}:pin={primaries}:t=linear:npl=100",
             "format=gbrpf32le",
@@ -127,20 +128,24 @@ def _to_bt709(stream: FileStream) -> list[str]:
             "zscale=t=bt709:m=bt709:r=tv",
             "format=yuv420p",
         ]
-    matrix, primaries = _sdr_colours(stream)
-    if matrix == "bt709" and primaries == "bt709":
+    matrix = _sdr_matrix(stream)
+    wide_gamut = stream.color_primaries in _WIDE_GAMUTS
+    if matrix == "bt709" and not wide_gamut:
         return []
-    # The SD and HD camera curves are the same function (BT.601 = BT.709), so only the
-    # matrix and the primaries change.
-    return [f"zscale=tin=bt709:min={matrix}:pin={primaries}:t=bt709:m=bt709:p=bt709"]
+    if not wide_gamut:
+        # Only the matrix: every decoder turns the source into the same RGB as before.
+        return [f"zscale=min={matrix}:m=bt709"]
+    # The SD and HD camera curves are the same function (BT.601 = BT.709).
+    return [
+        f"zscale=tin=bt709:min={matrix}:pin={stream.color_primaries}:t=bt709:m=bt709:p=bt709"
+    ]
 
 
-def _sdr_colours(stream: FileStream) -> tuple[str, str]:
-    """The matrix and primaries of an SDR stream; untagged ones as players assume them
-    (ffmpeg, mpv, VLC, Kodi): BT.601 up to 576 lines - 625-line PAL (bt470bg) at 576,
-    525-line NTSC (smpte170m) below - and BT.709 above."""
+def _sdr_matrix(stream: FileStream) -> str:
+    """The YUV matrix of an SDR stream; an untagged one as players assume it (ffmpeg, mpv,
+    VLC, Kodi): BT.601 up to 576 lines - 625-line PAL (bt470bg) at 576, 525-line NTSC
+    (smpte170m) below - and BT.709 above."""
+    if stream.color_space in _MATRICES:
+        return stream.color_space
     height = stream.height or _SD_MAX_HEIGHT + 1
-    guess = "bt709" if height > _SD_MAX_HEIGHT else "bt470bg" if height == 576 else "smpte170m"
-    matrix = stream.color_space if stream.color_space in _MATRICES else guess
-    primaries = stream.color_primaries if stream.color_primaries in _PRIMARIES else guess
-    return matrix, primaries
+    return "bt709" if height > _SD_MAX_HEIGHT else "bt470bg" if height == 576 else "smpte170m"

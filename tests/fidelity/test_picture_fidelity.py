@@ -107,6 +107,22 @@ def luma_and_saturation(ffmpeg: str, path: Path, frames: int = 10) -> tuple[floa
     return sum(luma) / len(luma), sum(saturation) / len(saturation)
 
 
+def rgb_difference(ffmpeg: str, source: Path, output: Path) -> float:
+    """Mean absolute difference (0-255) of the first frames as a player turns them into
+    RGB: each decoded by its own matrix tag (an untagged SD one as BT.601), 96x54."""
+
+    def rgb(path: Path) -> bytes:
+        return subprocess.run(
+            [ffmpeg, "-nostdin", "-v", "error", "-i", str(path), "-frames:v", "1",
+             "-vf", "scale=96:54:flags=area,format=rgb24", "-f", "rawvideo", "-"],
+            capture_output=True, check=True,
+        ).stdout  # fmt: skip
+
+    before, after = rgb(source), rgb(output)
+    assert len(before) == len(after) == 96 * 54 * 3
+    return sum(abs(a - b) for a, b in zip(before, after, strict=True)) / len(before)
+
+
 def assert_common(ffmpeg: str, sample: SampleMedia, out: Mirrored, frame_rate: str) -> None:
     assert_decodes(ffmpeg, out.video_path)
     assert out.duration_s is not None
@@ -137,6 +153,9 @@ def test_odd_sized_source_is_scaled_to_even_sides_keeping_its_aspect(
     assert out.video.codec == "h264"
     assert_common(ffmpeg_path, sample, out, "25.000")
     assert_bt709_square_even(out, (720, 405))
+    # Tagged BT.709 and converted to it: the colours are the untagged BT.601 source's
+    # (tagging without converting is about 9 levels off).
+    assert rgb_difference(ffmpeg_path, sample.path, out.video_path) < 3
 
 
 def test_interlaced_dvd_mpeg2_is_deinterlaced_and_shown_at_its_4_3_aspect(

@@ -106,12 +106,15 @@ def test_hdr_tagged_h264_is_not_copied_under_auto() -> None:
 @pytest.mark.parametrize(
     ("facts", "conversion"),
     [
-        # Untagged SD: BT.601 as players assume it (PAL at 576 lines, NTSC below).
-        ({"height": 576, "width": 720}, "min=bt470bg:pin=bt470bg"),
-        ({"height": 480, "width": 720}, "min=smpte170m:pin=smpte170m"),
-        ({"height": 480, "color_space": "bt470bg", "color_primaries": "bt470bg"},
-         "min=bt470bg:pin=bt470bg"),
-        ({"color_space": "bt2020nc", "color_primaries": "bt2020"}, "min=bt2020nc:pin=bt2020"),
+        # Untagged SD: BT.601 as players assume it (PAL at 576 lines, NTSC below); only the
+        # matrix changes, SD gamuts are shown as BT.709 anyway.
+        ({"height": 576, "width": 720}, "zscale=min=bt470bg:m=bt709"),
+        ({"height": 480, "width": 720}, "zscale=min=smpte170m:m=bt709"),
+        ({"height": 480, "color_space": "bt470bg", "color_primaries": "smpte170m"},
+         "zscale=min=bt470bg:m=bt709"),
+        # A wide gamut in SDR is converted too.
+        ({"color_space": "bt2020nc", "color_primaries": "bt2020"},
+         "zscale=tin=bt709:min=bt2020nc:pin=bt2020:t=bt709:m=bt709:p=bt709"),
     ],
 )  # fmt: skip
 def test_other_sdr_colours_are_converted_to_bt709(
@@ -120,7 +123,7 @@ def test_other_sdr_colours_are_converted_to_bt709(
     untagged = {"color_space": None, "color_primaries": None, "color_transfer": None}
     filters = video_filters(stream(**{**untagged, **facts}))
 
-    assert filters == (f"zscale=tin=bt709:{conversion}:t=bt709:m=bt709:p=bt709", TAG_BT709)
+    assert filters == (conversion, TAG_BT709)
 
 
 def test_untagged_hd_is_taken_as_bt709_and_only_tagged() -> None:
