@@ -136,9 +136,7 @@ def _to_bt709(stream: FileStream) -> list[str]:
         # Only the matrix: every decoder turns the source into the same RGB as before.
         return [f"zscale=min={matrix}:m=bt709"]
     # The SD and HD camera curves are the same function (BT.601 = BT.709).
-    return [
-        f"zscale=tin=bt709:min={matrix}:pin={stream.color_primaries}:t=bt709:m=bt709:p=bt709"
-    ]
+    return [f"zscale=tin=bt709:min={matrix}:pin={stream.color_primaries}:t=bt709:m=bt709:p=bt709"]
 
 
 def _sdr_matrix(stream: FileStream) -> str:
