@@ -85,6 +85,12 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
+def _known(value: Any) -> str | None:
+    """An enum Jellyfin fills with `Unknown` when it has nothing to say: None then."""
+    text = _str(value)
+    return None if text == "Unknown" else text
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -130,7 +136,7 @@ def parse_media_stream(data: Mapping[str, Any]) -> MediaStream | None:
         color_transfer=_str(data.get("ColorTransfer")),
         color_space=_str(data.get("ColorSpace")),
         dv_profile=_int(data.get("DvProfile")),
-        video_range_type=_str(data.get("VideoRangeType")),
+        video_range_type=_known(data.get("VideoRangeType")),
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -283,3 +283,23 @@ def test_rotated_phone_video_reencode_is_upright_portrait(
     assert (out.video.width, out.video.height) == (720, 1280)
     assert_common(ffmpeg_path, sample, out, "25.000")
     assert_bt709_square_even(out, (720, 1280))
+
+
+def test_dolby_vision_profile_5_fails_the_job_naming_the_item_before_any_download(
+    inproc: InProcess, tmp_path: Path, ffmpeg_path: str
+) -> None:
+    # No Dolby Vision encoder here: an HEVC file that Jellyfin lists as profile 5.
+    sample = picture_samples.hdr10_hevc(tmp_path / "dv", ffmpeg_path=ffmpeg_path)
+    video, *rest = sample.streams
+    dv5 = replace(video, dv_profile=5, video_range_type="DOVI", color_transfer=None)
+    item = inproc.add(replace(sample, streams=(dv5, *rest)), name="Dune Part Two")
+    inproc.enqueue(item)
+
+    inproc.run_burst()
+
+    job = inproc.job(item)
+    assert (job.status, job.attempts) == ("failed", 1)
+    assert job.error is not None and "\n" not in job.error
+    assert f"item {item} (Dune Part Two) is Dolby Vision profile 5" in job.error
+    assert inproc.fake_media.download_requests == []
+    assert inproc.fake_store.object_keys() == []
