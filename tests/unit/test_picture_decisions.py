@@ -182,8 +182,11 @@ def test_jellyfin_picture_fields_are_parsed() -> None:
     assert (parsed.is_interlaced, parsed.color_primaries) == (True, "bt2020")
     assert (parsed.color_transfer, parsed.color_space) == ("smpte2084", "bt2020nc")
     assert (parsed.dv_profile, parsed.video_range_type) == (8, "DOVIWithHDR10")
-    not_interlaced = parse_media_stream({"Index": 0, "Type": "Video", "IsInterlaced": False})
-    assert not_interlaced is not None and not_interlaced.is_interlaced is None  # false: unknown
+    unknown = parse_media_stream(
+        {"Index": 0, "Type": "Video", "IsInterlaced": False, "VideoRangeType": "Unknown"}
+    )
+    assert unknown is not None  # Jellyfin's defaults say nothing
+    assert (unknown.is_interlaced, unknown.video_range_type) == (None, None)
 
 
 def test_reencode_command_carries_the_filters_and_a_copy_none() -> None:
