@@ -35,6 +35,14 @@ class MediaStream:
     pixel_format: str | None = None  # e.g. yuv420p, yuv420p10le
     profile: str | None = None  # e.g. High, Main 10
     bit_depth: int | None = None
+    # Picture facts (video): Jellyfin's IsInterlaced, ffprobe's colour names,
+    # DvProfile and VideoRangeType (SDR, HDR10, HLG, DOVI, DOVIWithHDR10...).
+    is_interlaced: bool | None = None
+    color_primaries: str | None = None
+    color_transfer: str | None = None
+    color_space: str | None = None
+    dv_profile: int | None = None
+    video_range_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

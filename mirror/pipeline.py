@@ -327,7 +327,10 @@ class MirrorPipeline:
         and the `subtitle_keys` entries. Playlists come from each file's own index."""
         if not plan.fragmented:
             return None, []
-        package = package_hls(plan, width=verified.video.width, height=verified.video.height)
+        width, height = verified.video.display_size
+        package = package_hls(
+            plan, width=width, height=height, video_range=verified.video.video_range
+        )
         entries = []
         for sub in plan.subtitles:
             uploads.append(self._upload(item_id, sub))

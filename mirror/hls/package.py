@@ -22,6 +22,7 @@ from mirror.hls.playlists import (
     media_playlist,
     subtitle_playlist,
 )
+from mirror.transcode.picture import VideoRange
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 
 MASTER_FILE_NAME = "master.m3u8"
@@ -50,8 +51,13 @@ def package_hls(
     *,
     width: int | None,
     height: int | None,
+    video_range: VideoRange = "SDR",
 ) -> HlsPackage:
-    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master."""
+    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master.
+
+    `width` x `height` is the size players show (RESOLUTION), `video_range` what the
+    video.mp4 is tagged (VIDEO-RANGE, written for PQ and HLG: only a copy stays HDR).
+    """
     root = plan.output_dir
     written: list[PlaylistFile] = []
     video_index = read_fragment_index(plan.video.path)
@@ -60,6 +66,8 @@ def package_hls(
         index=video_index,
         width=width,
         height=height,
+        frame_rate=plan.video.frame_rate,
+        video_range=video_range,
     )
     # Audio segments end where the video's do (to within half an audio fragment).
     video_ends = list(itertools.accumulate(f.duration_s for f in video_index.fragments))[:-1]

@@ -70,6 +70,7 @@ class VideoRendition:
     width: int | None
     height: int | None
     frame_rate: float | None = None
+    video_range: str = "SDR"  # SDR, PQ or HLG (HLS VIDEO-RANGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +145,9 @@ def master_playlist(
         stream.append(f"RESOLUTION={video.width}x{video.height}")
     if video.frame_rate:
         stream.append(f"FRAME-RATE={video.frame_rate:.3f}")
+    if video.video_range != "SDR":
+        # SDR is what players assume without it; an HDR variant must say which HDR.
+        stream.append(f"VIDEO-RANGE={video.video_range}")
     if audio:
         stream.append(f'AUDIO="{AUDIO_GROUP}"')
     if subtitles:

@@ -101,6 +101,9 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     if video.codec != "copy":
         # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
         options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
+        # The filters leave BT.709 (converted or tone-mapped) and tag the frames so.
+        if video.filters:
+            options["vf"] = ",".join(video.filters)
         if fragmented:
             options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
     if fragmented:

@@ -4,9 +4,10 @@ The first real video stream of the file (never cover art) becomes `video.mp4`, e
 audio stream of the file becomes `audio/<index>-<lang>.m4a`, `<index>` being the
 stream's index in the file (see `streams`); sidecars, subtitles, cover art and data are
 skipped with a reason. Streams are copied when that gives a file every player plays:
-H.264 only when 8-bit 4:2:0 with a profile up to High, audio only when AAC that starts
-with the video. A copy turns an hour of encoding into a minute of remuxing; anything
-else is re-encoded.
+H.264 only when 8-bit 4:2:0 with a profile up to High, progressive and SDR, audio only
+when AAC that starts with the video. A copy turns an hour of encoding into a minute of
+remuxing; anything else is re-encoded, with the filters that make its picture look right
+(mirror.transcode.picture).
 
 Each output is a file of its own that players line up by its timestamps alone, so every
 audio output starts where the video does (see `AudioOutput.video_start_s`).
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
 from mirror.naming import (
     AUDIO_DIR,
@@ -26,6 +28,7 @@ from mirror.naming import (
     audio_file_name,
     subtitle_file_name,
 )
+from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
 
@@ -67,6 +70,9 @@ class VideoOutput:
     source_codec: str | None
     preset: str | None  # x264 settings, None when copying
     crf: int | None
+    # The re-encode's `-vf` chain (mirror.transcode.picture); empty when copying.
+    filters: tuple[str, ...] = ()
+    frame_rate: float | None = None  # the source's, kept by copy and re-encode alike
 
     @property
     def expected_codec(self) -> str | None:
@@ -192,6 +198,12 @@ def plan_transcode(
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
+    if video.codec != "copy" and dolby_vision_without_fallback(selection.video):
+        raise PermanentError(
+            f"item {item.id} ({item.name}) is Dolby Vision profile 5, which has no HDR10 or "
+            "SDR picture to fall back on: tone-mapping it needs libplacebo with a Vulkan "
+            "device, which mirror's ffmpeg has not (MIRROR_VIDEO_CODEC=copy keeps it as is)"
+        )
     audio = tuple(
         _plan_audio(
             stream,
@@ -227,12 +239,16 @@ def count_frames(duration_s: float | None, frame_rate: float | None) -> int | No
 
 
 def plays_everywhere(stream: FileStream) -> bool:
-    """H.264 that every browser and TV decodes: 8-bit 4:2:0, profile up to High.
+    """H.264 that every browser and TV decodes and shows right: 8-bit 4:2:0, profile up
+    to High, progressive and SDR.
 
     Unknown facts do not block a copy (Jellyfin and the probe both give them for real
-    files); a known 10-bit, 4:2:2 / 4:4:4 or High 10+ stream is re-encoded.
+    files); a known 10-bit, 4:2:2 / 4:4:4 or High 10+ stream is re-encoded. So is
+    interlaced H.264 (1080i TV): browsers do not deinterlace, a copy would comb on every
+    frame of motion. And HDR-tagged H.264: players expect HDR in HLS as HEVC or Dolby
+    Vision (Apple's HLS authoring spec), not H.264, so it is tone-mapped to SDR.
     """
-    if not _is(stream.codec, _H264_NAMES):
+    if not _is(stream.codec, _H264_NAMES) or not shows_as_is(stream):
         return False
     if stream.pixel_format is not None and stream.pixel_format not in _PLAYABLE_PIXEL_FORMATS:
         return False
@@ -254,6 +270,8 @@ def _plan_video(
         source_codec=stream.codec,
         preset=None if copy else preset,
         crf=None if copy else crf,
+        filters=() if copy else video_filters(stream),
+        frame_rate=stream.frame_rate,
     )
 
 

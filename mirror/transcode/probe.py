@@ -17,6 +17,12 @@ from pathlib import Path
 
 from mirror.errors import PermanentError, TransientError
 from mirror.item import MediaStream
+from mirror.transcode.picture_listing import (
+    NO_PICTURE_FACTS,
+    Picture,
+    parse_picture,
+    parse_side_data_line,
+)
 
 # A probe that takes this long is a hung ffmpeg or a dead disk, not a slow header.
 PROBE_TIMEOUT_S = 120.0
@@ -47,6 +53,7 @@ class ProbedStream:
     # Its first timestamp, when ffmpeg prints one (`start 0.480000`: it does only when the
     # stream starts elsewhere than the file); None: where the file starts.
     start_s: float | None = None
+    picture: Picture = NO_PICTURE_FACTS  # video only: scan, colour, pixel shape, rotation
 
     @property
     def jellyfin_type(self) -> str:
@@ -78,6 +85,12 @@ class ProbedStream:
             pixel_format=self.pixel_format if video else None,
             profile=self.profile if video else None,
             bit_depth=self.bit_depth if video else None,
+            # As Jellyfin's IsInterlaced reads (mirror.jellyfin.models): only true says so.
+            is_interlaced=True if video and self.picture.interlaced else None,
+            color_primaries=self.picture.primaries if video else None,
+            color_transfer=self.picture.transfer if video else None,
+            color_space=self.picture.matrix if video else None,
+            dv_profile=self.picture.dovi_profile if video else None,
         )
 
 
@@ -218,6 +231,11 @@ def parse_stream_listing(text: str) -> list[ProbedStream]:
             in_stream = False
         elif in_stream and (title := _TITLE.match(line)):
             found[-1] = replace(found[-1], title=title["title"])
+        elif in_stream and found[-1].type == "Video":
+            # Side data (display matrix, Dolby Vision record) is listed under its stream.
+            picture = parse_side_data_line(line, found[-1].picture)
+            if picture is not found[-1].picture:
+                found[-1] = replace(found[-1], picture=picture)
     return found
 
 
@@ -247,6 +265,7 @@ def _probed(match: re.Match[str]) -> ProbedStream:
             attached_pic="(attached pic)" in rest,
             pixel_format=pixel_format["pix"] if pixel_format else None,
             profile=profile["profile"].strip() if profile else None,
+            picture=parse_picture(rest),
         )
     if stream.type == "Audio":
         return replace(stream, channels=_channels(rest))

@@ -23,6 +23,7 @@ from typing import Any
 
 from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
+from mirror.transcode.picture_listing import NO_PICTURE_FACTS
 from mirror.transcode.probe import ProbedFile, ProbedStream
 
 # ffmpeg's stream specifier letter for each Jellyfin Type (cover art is video to ffmpeg).
@@ -61,6 +62,15 @@ class FileStream:
     is_default: bool = False  # Jellyfin's IsDefault: the track a player starts with
     is_forced: bool = False
     start_s: float | None = None  # its first timestamp on ffmpeg's clock (probe only)
+    # Picture facts (video), the probe's first: they decide deinterlacing, tone-mapping
+    # and scaling (mirror.transcode.picture). Jellyfin alone has VideoRangeType.
+    interlaced: bool | None = None
+    color_primaries: str | None = None
+    color_transfer: str | None = None
+    color_space: str | None = None
+    sar: tuple[int, int] | None = None  # the probe's; Jellyfin gives no pixel shape
+    dv_profile: int | None = None
+    video_range_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +215,11 @@ def _file_stream(
         value = getattr(jf, name)
         return value if value is not None or probed is None else getattr(probed, name)
 
+    picture = probed.picture if probed is not None else NO_PICTURE_FACTS
+
+    def picture_first(value: Any, name: str) -> Any:
+        return value if value is not None else getattr(jf, name)
+
     return FileStream(
         index=index,
         specifier=specifier,
@@ -221,6 +236,13 @@ def _file_stream(
         bit_depth=file_first("bit_depth"),
         is_default=bool(jellyfin_first("is_default")),
         is_forced=jf.is_forced,
+        interlaced=picture_first(picture.interlaced, "is_interlaced"),
+        color_primaries=picture_first(picture.primaries, "color_primaries"),
+        color_transfer=picture_first(picture.transfer, "color_transfer"),
+        color_space=picture_first(picture.matrix, "color_space"),
+        sar=picture.sar,
+        dv_profile=picture_first(picture.dovi_profile, "dv_profile"),
+        video_range_type=jf.video_range_type,
     )
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from mirror.errors import PermanentError
 from mirror.transcode.audio_config import audio_config, read_moov
+from mirror.transcode.picture import VideoRange, display_size, range_of_transfer
+from mirror.transcode.picture_listing import NO_PICTURE_FACTS, Picture
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.probe import ProbedFile, probe_own_outputs
 
@@ -33,6 +35,19 @@ class VerifiedOutput:
     duration_s: float | None
     width: int | None = None
     height: int | None = None
+    picture: Picture = NO_PICTURE_FACTS  # pixel shape, rotation and colour, as tagged
+
+    @property
+    def display_size(self) -> tuple[int | None, int | None]:
+        """What a player shows: a copy keeps its SAR and rotation (a re-encode has none)."""
+        if self.width is None or self.height is None:
+            return self.width, self.height
+        return display_size(self.width, self.height, self.picture.sar, self.picture.rotation)
+
+    @property
+    def video_range(self) -> VideoRange:
+        """SDR, or the HDR (PQ, HLG) a copied video is tagged with."""
+        return range_of_transfer(self.picture.transfer)
 
     def video_json(self, key: str) -> dict[str, Any]:
         """The job row's `video` facts (size and sha256 are added by the upload)."""
@@ -127,13 +142,25 @@ def check_output(
                 f"verify: {name} lasts {duration:.2f}s, the source {source_duration_s:.2f}s "
                 f"(more than {allowed:.2f}s apart)"
             )
+    if isinstance(output, VideoOutput) and output.codec != "copy":
+        _check_bt709(name, stream.picture)
     return VerifiedOutput(
         relative_path=name,
         codec=stream.codec,
         duration_s=duration,
         width=stream.width,
         height=stream.height,
+        picture=stream.picture,
     )
+
+
+def _check_bt709(name: str, picture: Picture) -> None:
+    """A re-encode is SDR BT.709 (mirror.transcode.picture): other tags would make
+    players show it with the wrong colours (BT.2020/PQ left on it: washed out)."""
+    tags = (picture.matrix, picture.primaries, picture.transfer)
+    if any(tag not in (None, "bt709") for tag in tags):
+        shown = "/".join(tag or "unknown" for tag in tags)
+        raise PermanentError(f"verify: {name} is tagged {shown}, a re-encode must be bt709")
 
 
 def _codec(name: str) -> str:
