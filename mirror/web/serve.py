@@ -34,7 +34,7 @@ from mirror.redact import redact
 from mirror.s3.bucket import Bucket
 from mirror.web import metrics
 from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
-from mirror.web.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
+from mirror.web.player import ASSETS_ROUTE, HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
 from mirror.web.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ class MirrorWeb:
                 Rule("/play/<item_id>", endpoint=self.play_page, methods=["GET"]),
                 Rule("/play/<item_id>/<path:name>", endpoint=self.play_playlist, methods=["GET"]),
                 Rule(HLSJS_LOCAL_ROUTE, endpoint=self.play_hlsjs, methods=["GET"]),
+                Rule(ASSETS_ROUTE, endpoint=self.play_asset, methods=["GET"]),
             ]
         )
 
@@ -145,12 +146,19 @@ class MirrorWeb:
     def play_hlsjs(self, request: Request) -> Response:
         return self._played(lambda player: player.hlsjs())
 
+    def play_asset(self, request: Request, name: str) -> Response:
+        return self._played(lambda player: player.asset(name))
+
     def _played(self, answer: Callable[[Player], PlayerAnswer]) -> Response:
         if self.player is None:
             return _json({"error": "no bucket configured (MIRROR_S3_BUCKET)"}, 404)
         result = answer(self.player)
         response = Response(result.body, status=result.status, content_type=result.content_type)
         response.headers["Cache-Control"] = result.cache_control
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        if result.csp is not None:
+            response.headers["Content-Security-Policy"] = result.csp
+            response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
     def healthz(self, request: Request) -> Response:
