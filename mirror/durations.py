@@ -43,6 +43,17 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
+def parse_duration_or_zero(value: object) -> float:
+    """`parse_duration`, and `0` (or `0s`, `0d`) for none at all (MIRROR_DELETE_GRACE)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match and float(match.group(1)) == 0:
+            return 0.0
+    return parse_duration(value)
+
+
 def parse_size(value: object) -> int:
     """Bytes from `64MiB`, `5MB`, `1GiB`, `1024` (plain bytes)."""
     if isinstance(value, bool):

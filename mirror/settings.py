@@ -25,7 +25,13 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from mirror.durations import format_duration, parse_duration, parse_rate, parse_size
+from mirror.durations import (
+    format_duration,
+    parse_duration,
+    parse_duration_or_zero,
+    parse_rate,
+    parse_size,
+)
 from mirror.errors import ConfigError
 from mirror.redact import hide_url_password, register_secrets, url_password
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
@@ -76,6 +82,7 @@ def _download_cap(value: Any) -> Any:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+DurationOrZero = Annotated[float, BeforeValidator(parse_duration_or_zero)]
 Rate = Annotated[float | None, BeforeValidator(parse_rate)]
 Secret = Annotated[SecretStr | None, BeforeValidator(_clean_secret)]
 Size = Annotated[int, BeforeValidator(parse_size)]
@@ -170,8 +177,12 @@ class Settings(BaseSettings):
 
     webhook_secret: Secret = None
     webhook_item_types: CommaList = ("Movie", "Episode")
-    # ItemDeleted webhook: false = log and count only; true = delete the item's objects.
+    # ItemDeleted webhook: false = log and count only; true = mark the item removed (its
+    # objects go after the grace, with `mirror sync --delete`).
     delete_removed: bool = False
+    # How long an item must stay gone from Jellyfin before its objects are deleted: a
+    # library whose mount was offline during a scan comes back within it (0: no grace).
+    delete_grace: DurationOrZero = 7 * 86400.0
     # The dashboard's login; unset: the dashboard and API are read-only (actions 403).
     ui_password: Secret = None
     # Signs session cookies; unset: a random key per process (sessions end at a restart).

@@ -26,6 +26,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from sqlalchemy.exc import DataError
 
 from mirror import wiring
 from mirror.db.mirrored import ItemHistory, MirroredItems
@@ -191,9 +192,15 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                 body = bucket.get_bytes(key)
                 if body is None:
                     return f"{key}: deleted while importing"
-                return mirrored.restore(restored_job(decode_manifest(body), key))
+                job = restored_job(decode_manifest(body), key)
             except ManifestError as error:
                 return f"{key}: {error}"
+            except (TypeError, ValueError, KeyError) as error:  # a shape decode let through
+                return f"{key}: not a manifest: {type(error).__name__}"
+            try:
+                return mirrored.restore(job)
+            except DataError as error:  # e.g. a \u0000 in a string, which jsonb refuses
+                return f"{key}: Postgres refused its values: {str(error.orig).splitlines()[0]}"
 
         with (
             ThreadPoolExecutor(max_workers=8) as pool,

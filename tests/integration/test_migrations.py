@@ -43,6 +43,7 @@ def test_upgrade_from_empty_then_models_and_migrations_agree(empty_database_url:
         "worker_id", "lease_token", "taken_at", "heartbeat_at", "heartbeat_data", "video_key",
         "audio_keys", "error", "created_at", "updated_at", "finished_at",
         "video", "skipped_streams", "source", "manifest_key", "hls_key", "subtitle_keys",
+        "removed_at", "objects_deleted_at",
     }  # fmt: skip
     assert set(columns) == expected
     assert {"ix_jobs_one_active_per_item", "ix_jobs_claim", "ix_jobs_stale"} <= indexes
@@ -83,8 +84,9 @@ def test_removed_status_is_allowed_and_downgrade_turns_it_into_cancelled(
         with engine.begin() as conn:
             conn.execute(
                 text(
-                    "INSERT INTO media_mirror.jobs (item_id, status, manifest_key) "
-                    "VALUES (:item, 'removed', 'p/x/manifest.json')"
+                    "INSERT INTO media_mirror.jobs (item_id, status, manifest_key, "
+                    "removed_at, objects_deleted_at) "
+                    "VALUES (:item, 'removed', 'p/x/manifest.json', now(), now())"
                 ),
                 {"item": "a" * 32},
             )
@@ -96,5 +98,10 @@ def test_removed_status_is_allowed_and_downgrade_turns_it_into_cancelled(
             status = conn.execute(text("SELECT status FROM media_mirror.jobs")).scalar()
         assert status == "cancelled"
         migrations.upgrade(engine)
+        with engine.connect() as conn:
+            marks = conn.execute(
+                text("SELECT removed_at, objects_deleted_at FROM media_mirror.job_status")
+            ).one()
+        assert marks == (None, None)  # cancelled, not removed: nothing to mark
     finally:
         engine.dispose()
