@@ -19,6 +19,7 @@ from mirror.db.dashboard import DashboardQueries
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
+from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.logs import get_logger
 from mirror.settings import Settings
@@ -93,6 +94,7 @@ class Database:
     mirrored: MirroredItems
     stats: QueueStats
     dashboard: DashboardQueries
+    sessions: EndedSessionStore
 
     def dispose(self) -> None:
         """Close the pool's connections (a long-lived process that is done with them)."""
@@ -108,6 +110,7 @@ def database_on(engine: Engine) -> Database:
         mirrored=MirroredItems(engine),
         stats=QueueStats(engine),
         dashboard=DashboardQueries(engine),
+        sessions=EndedSessionStore(engine),
     )
 
 

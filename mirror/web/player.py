@@ -19,8 +19,8 @@ from __future__ import annotations
 import html
 import posixpath
 import re
-from dataclasses import dataclass
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path

@@ -35,6 +35,7 @@ from mirror.s3.bucket import Bucket
 from mirror.web import metrics
 from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
 from mirror.web.player import ASSETS_ROUTE, HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
+from mirror.web.proxies import behind_proxies
 from mirror.web.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
@@ -84,8 +85,10 @@ class MirrorWeb:
         remover: ItemRemover | None = None,
         dashboard: DashboardApi | None = None,
         player: Player | None = None,
+        metrics_token: str | None = None,
     ) -> None:
         self.jobs = jobs
+        self.metrics_token = metrics_token
         self.player = player
         self.dashboard = dashboard
         self.stats = stats
@@ -143,6 +146,18 @@ class MirrorWeb:
         auth = self.dashboard.auth if self.dashboard is not None else None
         return auth is None or not auth.enabled or auth.session(request) is not None
 
+    def _may_scrape(self, request: Request) -> bool:
+        if self.metrics_token is not None:
+            scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode(), self.metrics_token.encode()
+            ):
+                return True
+        auth = self.dashboard.auth if self.dashboard is not None else None
+        if auth is not None and auth.enabled:
+            return auth.session(request) is not None
+        return self.metrics_token is None
+
     def play_hlsjs(self, request: Request) -> Response:
         return self._played(lambda player: player.hlsjs())
 
@@ -169,6 +184,11 @@ class MirrorWeb:
         return _json({"status": "ok", "database": "ok"}, 200)
 
     def metrics(self, request: Request) -> Response:
+        """Open without a UI password or token; else the token (Prometheus) or a login."""
+        if not self._may_scrape(request):
+            response = _json({"error": "log in, or send MIRROR_METRICS_TOKEN as a bearer"}, 401)
+            response.headers["WWW-Authenticate"] = 'Bearer realm="mirror metrics"'
+            return response
         body, content_type = metrics.render(self.registry, request.headers.get("Accept"))
         return Response(body, 200, content_type=content_type)
 
@@ -357,12 +377,14 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
         player = Player(db.jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
-    dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts)
-    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player)
+    dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts, db.sessions)
+    token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
+    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token)
+    app = behind_proxies(web, settings.trusted_proxies)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
-            web, host=host, port=port, threads=threads, max_request_body_size=4 * MAX_BODY_BYTES
+            app, host=host, port=port, threads=threads, max_request_body_size=4 * MAX_BODY_BYTES
         )
     except OSError as error:  # port taken, unknown host name, no permission
         db.dispose()

@@ -190,7 +190,7 @@ def test_a_title_from_the_files_tags_stays_one_attribute_on_one_line(separator: 
     for line in media:
         assert line.isprintable()
         assert "NAME=\"Commentary private/payroll.csv' URI='x\"" in line
-        assert line.count('"') == line.count("=\"") * 2  # every quote opens or closes a value
+        assert line.count('"') == line.count('="') * 2  # every quote opens or closes a value
     assert 'LANGUAGE="en g"' in media[0]
 
 
