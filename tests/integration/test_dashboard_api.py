@@ -25,7 +25,10 @@ ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 
 def make_client(
-    engine: Engine, password: str | None, secret: str | None = None, metrics_token: str | None = None
+    engine: Engine,
+    password: str | None,
+    secret: str | None = None,
+    metrics_token: str | None = None,
 ) -> Client:
     repo = JobRepository(engine)
     auth = UiAuth(password=password, ended=EndedSessionStore(engine), secret=secret)
