@@ -384,7 +384,12 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
-            app, host=host, port=port, threads=threads, max_request_body_size=4 * MAX_BODY_BYTES
+            app,
+            host=host,
+            port=port,
+            threads=threads,
+            max_request_body_size=4 * MAX_BODY_BYTES,
+            clear_untrusted_proxy_headers=False,  # mirror.web.proxies decides whom to trust
         )
     except OSError as error:  # port taken, unknown host name, no permission
         db.dispose()
