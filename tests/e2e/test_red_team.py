@@ -323,3 +323,80 @@ def test_behind_an_https_nginx_a_browser_logs_in_and_acts_with_a_secure_cookie(
             foreign = {**headers, "Origin": "https://evil.example"}
             refused = browser.post("/api/enqueue", json={"item_id": ITEM}, headers=foreign)
             assert refused.status_code == 403
+
+
+# -- point 7: logout, /metrics, the CSP, the session secret ------------------------------
+
+
+@contextlib.contextmanager
+def _logged_in(url: str) -> Iterator[tuple[httpx.Client, str]]:
+    with httpx.Client(base_url=url, timeout=30) as browser:
+        login = browser.post("/api/login", json={"password": PASSWORD})
+        assert login.status_code == 200, login.text
+        yield browser, browser.cookies["mirror_session"]
+
+
+def test_a_cookie_kept_after_logout_opens_nothing(serve: Any) -> None:
+    with serve(MIRROR_UI_PASSWORD=PASSWORD) as served:
+        with (
+            _logged_in(served.url) as (browser, cookie),
+            httpx.Client(base_url=served.url, timeout=30) as thief,
+        ):
+            thief.cookies.set("mirror_session", cookie)
+            assert thief.get("/api/jobs").status_code == 200
+            token = browser.get("/api/session").json()["csrf_token"]
+            assert browser.post("/api/logout", headers={"X-CSRF-Token": token}).status_code == 200
+            assert thief.get("/api/jobs").status_code == 401
+            assert thief.get("/metrics").status_code == 401
+
+
+def test_metrics_need_the_login_or_the_bearer_token(serve: Any) -> None:
+    token = "prometheus-scrape-token"
+    with (
+        serve(MIRROR_UI_PASSWORD=PASSWORD, MIRROR_METRICS_TOKEN=token) as served,
+        httpx.Client(base_url=served.url, timeout=30) as anyone,
+    ):
+        assert anyone.get("/metrics").status_code == 401
+        scraped = anyone.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+        assert scraped.status_code == 200 and "mirror_jobs" in scraped.text
+        with _logged_in(served.url) as (browser, _):
+            assert browser.get("/metrics").status_code == 200
+        assert token not in served.log.read_text()
+
+
+def test_the_dashboard_and_the_player_run_no_inline_script(
+    serve: Any, database_url: str, s3: S3Target
+) -> None:
+    _mirrored_by_an_old_writer(database_url, s3)
+    with serve() as served, httpx.Client(base_url=served.url, timeout=30) as anyone:
+        for path in ("/", f"/play/{ITEM}"):
+            page = anyone.get(path)
+            assert page.status_code == 200, path
+            policy = page.headers["Content-Security-Policy"]
+            assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy, policy
+            assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+            inline = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", page.text)
+            assert inline == [], (path, inline)
+            assert "<style" not in page.text and " style=" not in page.text, path
+            for source in re.findall(r'<(?:script|link)[^>]+(?:src|href)="(/[^"]+)"', page.text):
+                assert anyone.get(source).status_code == 200, source
+
+
+def test_sessions_survive_a_restart_only_with_a_configured_secret(serve: Any) -> None:
+    for env, survives in (
+        ({}, False),
+        ({"MIRROR_SESSION_SECRET": "a-long-random-session-secret"}, True),
+    ):
+        with (
+            serve(MIRROR_UI_PASSWORD=PASSWORD, **env) as served,
+            _logged_in(served.url) as (_, cookie),
+        ):
+            pass
+        with (
+            serve(MIRROR_UI_PASSWORD=PASSWORD, **env) as restarted,
+            httpx.Client(base_url=restarted.url, timeout=30) as returning,
+        ):
+            returning.cookies.set("mirror_session", cookie)
+            assert (returning.get("/api/jobs").status_code == 200) is survives, env
+            if env:
+                assert env["MIRROR_SESSION_SECRET"] not in restarted.log.read_text()
