@@ -337,17 +337,17 @@ def _logged_in(url: str) -> Iterator[tuple[httpx.Client, str]]:
 
 
 def test_a_cookie_kept_after_logout_opens_nothing(serve: Any) -> None:
-    with serve(MIRROR_UI_PASSWORD=PASSWORD) as served:
-        with (
-            _logged_in(served.url) as (browser, cookie),
-            httpx.Client(base_url=served.url, timeout=30) as thief,
-        ):
-            thief.cookies.set("mirror_session", cookie)
-            assert thief.get("/api/jobs").status_code == 200
-            token = browser.get("/api/session").json()["csrf_token"]
-            assert browser.post("/api/logout", headers={"X-CSRF-Token": token}).status_code == 200
-            assert thief.get("/api/jobs").status_code == 401
-            assert thief.get("/metrics").status_code == 401
+    with (
+        serve(MIRROR_UI_PASSWORD=PASSWORD) as served,
+        _logged_in(served.url) as (browser, cookie),
+        httpx.Client(base_url=served.url, timeout=30) as thief,
+    ):
+        thief.cookies.set("mirror_session", cookie)
+        assert thief.get("/api/jobs").status_code == 200
+        token = browser.get("/api/session").json()["csrf_token"]
+        assert browser.post("/api/logout", headers={"X-CSRF-Token": token}).status_code == 200
+        assert thief.get("/api/jobs").status_code == 401
+        assert thief.get("/metrics").status_code == 401
 
 
 def test_metrics_need_the_login_or_the_bearer_token(serve: Any) -> None:
