@@ -83,7 +83,7 @@ def test_a_success_forgets_the_failures_and_memory_stays_bounded() -> None:
 def test_trusted_proxies_must_be_addresses_or_networks() -> None:
     settings = load_settings(trusted_proxies="10.0.0.5, 172.16.0.0/12,::1")
     assert settings.trusted_proxies == ("10.0.0.5", "172.16.0.0/12", "::1")
-    with pytest.raises(ConfigError, match="MIRROR_TRUSTED_PROXIES: 'proxy.local' is not an IP"):
+    with pytest.raises(ConfigError, match=r"MIRROR_TRUSTED_PROXIES: 'proxy\.local' is not an IP"):
         load_settings(trusted_proxies="proxy.local")
     with pytest.raises(ConfigError, match="MIRROR_PUBLIC_URL: must start with http"):
         load_settings(public_url="mirror.example.org")
