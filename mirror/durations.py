@@ -119,14 +119,15 @@ def format_rate_limit(bytes_per_s: float) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """Short human form for messages: `500ms`, `10s`, `30m`, `1h30m`."""
+    """Short human form for messages: `500ms`, `10s`, `30m`, `1h30m`, `7d`."""
     if seconds < 1:
         return f"{round(seconds * 1000)}ms"
     if seconds < 60:
         return f"{round(seconds, 1):g}s"
     minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
-    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
+    days, hours = divmod(hours, 24)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     return "".join(f"{value}{unit}" for value, unit in parts if value)
 
 

@@ -18,6 +18,7 @@ from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.mirrored import MirroredItems
+from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
@@ -92,6 +93,7 @@ class Database:
     jobs: JobRepository
     attempts: AttemptLog
     mirrored: MirroredItems
+    removals: Removals
     stats: QueueStats
     dashboard: DashboardQueries
     sessions: EndedSessionStore
@@ -108,6 +110,7 @@ def database_on(engine: Engine) -> Database:
         jobs=JobRepository(engine),
         attempts=AttemptLog(engine),
         mirrored=MirroredItems(engine),
+        removals=Removals(engine),
         stats=QueueStats(engine),
         dashboard=DashboardQueries(engine),
         sessions=EndedSessionStore(engine),

@@ -22,16 +22,15 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from mirror.db.engine import describe_database_error
-from mirror.db.mirrored import ItemHistory, MirroredItems
+from mirror.db.removals import Marked, Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
+from mirror.delete_guard import DEFAULT_LIMIT, DeleteLimit
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.jobs import DatabaseUnavailable
 from mirror.logs import get_logger
-from mirror.objects import item_prefix
 from mirror.redact import redact
-from mirror.s3.bucket import Bucket
 from mirror.web import metrics
 from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
 from mirror.web.player import ASSETS_ROUTE, HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
@@ -49,7 +48,6 @@ ADDED = "ItemAdded"
 DELETED = "ItemDeleted"
 
 log = get_logger("mirror.web")
-_NEVER = ItemHistory(item_id="", latest_status="", done_source=None, has_done=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +63,9 @@ class WebhookPolicy:
         return item_type.casefold() in {t.casefold() for t in self.item_types}
 
 
-# Deletes every object of a removed item and marks its done jobs `removed`; returns how
-# many objects went, or None when the item was not mirrored.
-ItemRemover = Callable[[str], "int | None"]
+# Marks a removed item (its objects go after MIRROR_DELETE_GRACE, with `mirror sync
+# --delete`) unless that is more removals at once than the delete guard allows.
+ItemRemover = Callable[[str], Marked]
 
 
 class BadDelivery(ValueError):
@@ -97,7 +95,8 @@ class MirrorWeb:
         self.registry = metrics.build_registry(stats)
         self.deletions = Counter(
             "mirror_webhook_item_deleted",
-            "ItemDeleted deliveries by what was done: noted, removed, not mirrored.",
+            "ItemDeleted deliveries by what was done: noted, removed, cancelled, held back, "
+            "already removed, not mirrored.",
             ["action"],
             registry=self.registry,
         )
@@ -260,7 +259,8 @@ class MirrorWeb:
         return {"status": status, "item_id": item_id, "job_id": str(result.job.id)}
 
     def _item_deleted(self, notification: dict[str, Any]) -> dict[str, Any]:
-        """A removed item: only logged and counted unless MIRROR_DELETE_REMOVED is on.
+        """A removed item: only logged and counted unless MIRROR_DELETE_REMOVED is on,
+        and then only marked (see `item_remover`).
 
         Off by default because a delivery is a hint, and deleting on a hint is not
         undoable; `mirror sync --delete` checks with Jellyfin first.
@@ -276,12 +276,22 @@ class MirrorWeb:
                 "item_id": item_id,
                 "reason": "MIRROR_DELETE_REMOVED is off: objects kept (mirror sync --delete)",
             }
-        deleted = self.remover(item_id)
-        if deleted is None:
-            self.deletions.labels("not mirrored").inc()
-            return {"status": "not mirrored", "item_id": item_id}
-        self.deletions.labels("removed").inc()
-        return {"status": "removed", "item_id": item_id, "objects_deleted": deleted}
+        marked = self.remover(item_id)
+        self.deletions.labels(marked.outcome).inc()
+        verdict: dict[str, Any] = {"status": marked.outcome, "item_id": item_id}
+        if marked.outcome == "held back":
+            log.bind(item=item_id).warning(
+                "ItemDeleted held back: %s (a library emptied by an offline mount?); "
+                "`mirror sync --delete` checks with Jellyfin",
+                marked.reason,
+            )
+            verdict["reason"] = f"{marked.reason}: run `mirror sync --delete` to check"
+        elif marked.outcome in ("removed", "cancelled"):
+            verdict["reason"] = (
+                "marked removed: its objects are deleted by `mirror sync --delete` once it "
+                "has been gone for MIRROR_DELETE_GRACE"
+            )
+        return verdict
 
 
 def _read_notification(request: Request) -> dict[str, Any]:
@@ -369,10 +379,7 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
 
     policy = webhook_policy(settings)
     db = wiring.database(settings, check=False)  # /healthz reports it
-    remover = None
-    if policy.delete_removed:
-        bucket = wiring.bucket(settings, threads=threads)
-        remover = item_remover(bucket, db.mirrored, settings.s3_prefix)
+    remover = item_remover(db.removals) if policy.delete_removed else None
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
@@ -416,15 +423,14 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     log.info("stopped")
 
 
-def item_remover(bucket: Bucket, mirrored: MirroredItems, s3_prefix: str) -> ItemRemover:
-    """Objects first, then the rows: a failed delete leaves the job done, to try again."""
+def item_remover(removals: Removals, limit: DeleteLimit = DEFAULT_LIMIT) -> ItemRemover:
+    """Mark, never delete: a delivery is a hint, and a burst of them the symptom of a
+    library emptied by an offline mount; `mirror sync --delete` deletes after the grace,
+    once Jellyfin confirms the item is still gone. A queued or running job of the item
+    is cancelled (the worker stops at its next heartbeat, and never marks it done)."""
 
-    def remove(item_id: str) -> int | None:
-        if not mirrored.histories([item_id]).get(item_id, _NEVER).has_done:
-            return None
-        deleted = bucket.delete_prefix(item_prefix(s3_prefix, item_id))
-        mirrored.mark_removed(item_id)
-        return deleted
+    def remove(item_id: str) -> Marked:
+        return removals.mark_one_unless_too_many(item_id, limit.problem)
 
     return remove
 
