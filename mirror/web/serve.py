@@ -33,7 +33,8 @@ from mirror.logs import get_logger
 from mirror.redact import redact
 from mirror.web import metrics
 from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
-from mirror.web.player import ASSETS_ROUTE, HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
+from mirror.web.play_routes import PlayRoutes
+from mirror.web.player import Player
 from mirror.web.proxies import behind_proxies
 from mirror.web.webhook_body import salvage_notification
 
@@ -106,10 +107,7 @@ class MirrorWeb:
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
                 *(dashboard_rules(dashboard) if dashboard is not None else []),
-                Rule("/play/<item_id>", endpoint=self.play_page, methods=["GET"]),
-                Rule("/play/<item_id>/<path:name>", endpoint=self.play_playlist, methods=["GET"]),
-                Rule(HLSJS_LOCAL_ROUTE, endpoint=self.play_hlsjs, methods=["GET"]),
-                Rule(ASSETS_ROUTE, endpoint=self.play_asset, methods=["GET"]),
+                *PlayRoutes(player, dashboard.auth if dashboard else None).rules(),
             ]
         )
 
@@ -127,24 +125,6 @@ class MirrorWeb:
                     response.headers[name] = value
         return response(environ, start_response)
 
-    def play_page(self, request: Request, item_id: str) -> Response:
-        """The player page of an item (mirror/web/player.py)."""
-        if not self._may_play(request):
-            page = '<!doctype html><p>Log in on <a href="/">the dashboard</a> to play items.</p>'
-            return Response(page, status=401, content_type="text/html; charset=utf-8")
-        return self._played(lambda player: player.page(item_id))
-
-    def play_playlist(self, request: Request, item_id: str, name: str) -> Response:
-        """One of the item's playlists, media URIs presigned."""
-        if not self._may_play(request):
-            return _json({"error": "log in first: the playlists hand out presigned URLs"}, 401)
-        return self._played(lambda player: player.playlist(item_id, name))
-
-    def _may_play(self, request: Request) -> bool:
-        """With MIRROR_UI_PASSWORD set, presigned URLs go to logged-in browsers only."""
-        auth = self.dashboard.auth if self.dashboard is not None else None
-        return auth is None or not auth.enabled or auth.session(request) is not None
-
     def _may_scrape(self, request: Request) -> bool:
         if self.metrics_token is not None:
             scheme, _, given = request.headers.get("Authorization", "").partition(" ")
@@ -156,24 +136,6 @@ class MirrorWeb:
         if auth is not None and auth.enabled:
             return auth.session(request) is not None
         return self.metrics_token is None
-
-    def play_hlsjs(self, request: Request) -> Response:
-        return self._played(lambda player: player.hlsjs())
-
-    def play_asset(self, request: Request, name: str) -> Response:
-        return self._played(lambda player: player.asset(name))
-
-    def _played(self, answer: Callable[[Player], PlayerAnswer]) -> Response:
-        if self.player is None:
-            return _json({"error": "no bucket configured (MIRROR_S3_BUCKET)"}, 404)
-        result = answer(self.player)
-        response = Response(result.body, status=result.status, content_type=result.content_type)
-        response.headers["Cache-Control"] = result.cache_control
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        if result.csp is not None:
-            response.headers["Content-Security-Policy"] = result.csp
-            response.headers["Referrer-Policy"] = "no-referrer"
-        return response
 
     def healthz(self, request: Request) -> Response:
         """200 when Postgres answers and the job table exists, else 503 naming the problem."""

@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,10 +214,11 @@ def test_with_a_ui_password_only_a_logged_in_browser_gets_the_player_and_its_pla
         assert playlist.status_code == 200 and "Signature=" in playlist.text  # presigned
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
 def _until(page: Any, expression: str, timeout_s: float) -> Any:
     """Poll `expression` in the page until it is truthy; its value. (Playwright's
     wait_for_function evaluates a string, which the page's CSP forbids: no unsafe-eval.)"""
+    import time
+
     deadline = time.monotonic() + timeout_s
     while not (value := page.evaluate(expression)):
         assert time.monotonic() < deadline, f"not true within {timeout_s} s: {expression}"
@@ -226,6 +226,7 @@ def _until(page: Any, expression: str, timeout_s: float) -> Any:
     return value
 
 
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
 @pytest.mark.parametrize("engine", ["hls.js", "native"])
 def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
     stack: Stack, mirrored: str, serve_url: str, tmp_path: Path, engine: str
