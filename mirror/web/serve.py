@@ -363,6 +363,8 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     except OSError as error:  # port taken, unknown host name, no permission
         db.dispose()
         raise MirrorError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    if settings.ui_password and not settings.session_secret:
+        log.info("sessions end when this process stops (MIRROR_SESSION_SECRET is not set)")
     problem = db.stats.database_problem()
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
