@@ -126,6 +126,7 @@ def test_sessions_outlive_a_restart_only_when_signed_with_the_configured_secret(
         after.set_cookie("mirror_session", cookie.value)
         assert (after.get("/api/jobs").status_code == 200) is survives, secret
     changed = make_client(engine, "another password entirely", secret=secret)
+    assert cookie is not None
     changed.set_cookie("mirror_session", cookie.value)
     assert changed.get("/api/jobs").status_code == 401
 
