@@ -7,6 +7,7 @@ variable (exit 2), instead of failing an hour into a job.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import tempfile
 from contextvars import ContextVar
@@ -184,6 +185,15 @@ class Settings(BaseSettings):
     delete_grace: DurationOrZero = 7 * 86400.0
     # The dashboard's login; unset: the dashboard and API are read-only (actions 403).
     ui_password: Secret = None
+    # Signs session cookies; unset: a random key per process (sessions end at a restart).
+    session_secret: Secret = None
+    # Where browsers reach `mirror serve` (https://mirror.example.org behind a proxy): the
+    # Origin a login must come from, and https makes the session cookie Secure.
+    public_url: str | None = None
+    # Proxies (IPs or CIDRs) whose X-Forwarded-For/-Proto/-Host/-Port are believed.
+    trusted_proxies: CommaList = ()
+    # A bearer token for GET /metrics (Prometheus `authorization`); else the UI login.
+    metrics_token: Secret = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod
@@ -217,7 +227,7 @@ class Settings(BaseSettings):
             raise ValueError("must be a postgresql:// or postgresql+psycopg:// URL")
         return url
 
-    @field_validator("jellyfin_url", "s3_endpoint_url")
+    @field_validator("jellyfin_url", "s3_endpoint_url", "public_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         if url is None or not url.strip():
@@ -237,6 +247,18 @@ class Settings(BaseSettings):
         if not types:
             raise ValueError("needs at least one item type, e.g. Movie,Episode")
         return types
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, proxies: tuple[str, ...]) -> tuple[str, ...]:
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{proxy!r} is not an IP address or network (e.g. 10.0.0.5, 172.16.0.0/12)"
+                ) from None
+        return proxies
 
     @field_validator("s3_prefix")
     @classmethod

@@ -20,6 +20,7 @@ from mirror.db.engine import check_schema, make_engine
 from mirror.db.mirrored import MirroredItems
 from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
+from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.logs import get_logger
 from mirror.settings import Settings
@@ -95,6 +96,7 @@ class Database:
     removals: Removals
     stats: QueueStats
     dashboard: DashboardQueries
+    sessions: EndedSessionStore
 
     def dispose(self) -> None:
         """Close the pool's connections (a long-lived process that is done with them)."""
@@ -111,6 +113,7 @@ def database_on(engine: Engine) -> Database:
         removals=Removals(engine),
         stats=QueueStats(engine),
         dashboard=DashboardQueries(engine),
+        sessions=EndedSessionStore(engine),
     )
 
 

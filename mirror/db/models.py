@@ -172,3 +172,13 @@ counters = Table(
     Column("label", Text, nullable=False, server_default=text("''")),
     Column("value", Numeric, nullable=False),
 )
+
+
+# Dashboard sessions logged out before their signed cookie expires (migration 0009);
+# mirror/db/sessions.py. Rows past `expires_at` are pruned by the next logout.
+ended_sessions = Table(
+    "ended_sessions",
+    Base.metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False, index=True),
+)
