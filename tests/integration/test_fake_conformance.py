@@ -440,7 +440,7 @@ def fake_store_s3(s3: S3Target) -> StoreSubject:
 
 
 @pytest.mark.parametrize(
-    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+moto", "fake"]
+    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+SeaweedFS", "fake"]
 )
 def test_object_store_uploads_digests_and_cleans_up_the_same_way(
     make_store: Callable[[S3Target], StoreSubject], s3: S3Target, tmp_path: Path
@@ -487,7 +487,7 @@ def test_object_store_uploads_digests_and_cleans_up_the_same_way(
 
 
 @pytest.mark.parametrize(
-    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+moto", "fake"]
+    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+SeaweedFS", "fake"]
 )
 def test_streamed_outputs_are_invisible_until_published_and_gone_when_not(
     make_store: Callable[[S3Target], StoreSubject], s3: S3Target, tmp_path: Path
