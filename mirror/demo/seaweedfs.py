@@ -117,6 +117,15 @@ class SeaweedServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+        self._remove_sockets()
+
+    def _remove_sockets(self) -> None:
+        """Remove the Unix sockets weed leaves in /tmp, named by the ports (ours alone)."""
+        ports = {*self._ports.values(), self._ports["admin.port"] + _ADMIN_GRPC_OFFSET}
+        for path in Path("/tmp").glob("seaweedfs-*.sock"):
+            port = path.stem.rpartition("-")[2]
+            if port.isdigit() and int(port) in ports and path.is_socket():
+                path.unlink(missing_ok=True)
 
     def _launch_and_wait(self, timeout_s: float) -> bool:
         """Run `weed mini`; False when it exits early (a port was taken meanwhile)."""
