@@ -148,7 +148,8 @@ def worker_name(slot: int | None = None) -> str:
     return base if slot is None else f"{base}:{slot}"
 
 
-def jellyfin_client(settings: Settings) -> JellyfinClient:
+def jellyfin_client(settings: Settings, *, retry_attempts: int = 5) -> JellyfinClient:
+    """The client of MIRROR_JELLYFIN_URL; fewer `retry_attempts` where a person waits."""
     from mirror.jellyfin.client import JellyfinClient
 
     settings.require("jellyfin_url", "jellyfin_api_key")
@@ -157,6 +158,7 @@ def jellyfin_client(settings: Settings) -> JellyfinClient:
         settings.jellyfin_url,
         settings.jellyfin_api_key.get_secret_value(),
         download_rate_limit=settings.download_rate_limit,
+        retry_attempts=retry_attempts,
     )
 
 

@@ -30,8 +30,10 @@ from mirror.jellyfin.failures import (
     raise_for_status,
 )
 from mirror.jellyfin.models import (
+    ItemHit,
     ItemPage,
     Library,
+    parse_item_hit,
     parse_item_summary,
     parse_library,
     parse_media_item,
@@ -43,6 +45,9 @@ from mirror.progress import AbortSignal, ProgressCallback
 CLIENT_VERSION = "0.1.0"
 ITEM_FIELDS = "Path,MediaSources,MediaStreams"
 LISTING_FIELDS = "Path,MediaSources"
+# What the dashboard's title search finds: what can be mirrored, and its parents.
+SEARCH_TYPES = ("Movie", "Episode", "Series", "Season")
+MAX_SEARCH_TERM = 200
 # How long the server's version is trusted: long enough to cost one request per worker
 # now and then, short enough to notice an upgrade of Jellyfin without a restart.
 VERSION_TTL_S = 300.0
@@ -203,6 +208,32 @@ class JellyfinClient:
             start += len(raw_items)
             if not raw_items or start >= total:
                 return
+
+    def search_items(
+        self, term: str, *, item_types: Sequence[str] = SEARCH_TYPES, limit: int = 25
+    ) -> list[ItemHit]:
+        """Items whose title contains `term`, by Jellyfin's own search, best match first.
+
+        `/Items` without a userId, like the sweep: an API key acts as an administrator
+        and sees every library. Jellyfin orders by relevance when searchTerm is given.
+        """
+        term = term.strip()
+        if not term or len(term) > MAX_SEARCH_TERM:
+            raise PermanentError(f"a search term is 1 to {MAX_SEARCH_TERM} characters")
+        params = {
+            "searchTerm": term,
+            "recursive": "true",
+            "includeItemTypes": ",".join(item_types),
+            "excludeLocationTypes": "Virtual",  # missing episodes: nothing to mirror
+            "limit": str(limit),
+        }
+        data = self._get_json("/Items", params)
+        hits = []
+        for entry in _items_of(data, "/Items"):
+            hit = parse_item_hit(entry) if isinstance(entry, Mapping) else None
+            if hit is not None:
+                hits.append(hit)
+        return hits
 
     def existing_item_ids(self, item_ids: Sequence[str], batch: int = 100) -> set[str]:
         """Which of these items Jellyfin still has, in any library (`mirror sync`'s removed)."""

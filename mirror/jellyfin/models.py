@@ -50,6 +50,32 @@ class ItemSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class ItemHit:
+    """One answer of a title search: what a person needs to pick the right item."""
+
+    id: str
+    name: str
+    type: str  # Movie, Episode, Series, Season
+    year: int | None = None
+    series_name: str | None = None  # episodes and seasons
+    season_name: str | None = None  # episodes
+    index_number: int | None = None  # the episode's (or season's) number
+    parent_index_number: int | None = None  # the episode's season number
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "type": self.type,
+            "year": self.year,
+            "series_name": self.series_name,
+            "season_name": self.season_name,
+            "index_number": self.index_number,
+            "parent_index_number": self.parent_index_number,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ItemPage:
     """One page of a library listing, with the server's total for progress bars."""
 
@@ -214,6 +240,23 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         is_remote=src.get("IsRemote") is True,
         video_type=_str(src.get("VideoType")) or _str(data.get("VideoType")),
         etag=_str(src.get("ETag")),
+    )
+
+
+def parse_item_hit(data: Mapping[str, Any]) -> ItemHit | None:
+    """One entry of a search answer; None when it has no usable Id."""
+    item_id = _id_or_none(data.get("Id"))
+    if item_id is None:
+        return None
+    return ItemHit(
+        id=item_id,
+        name=_str(data.get("Name")) or item_id,
+        type=_str(data.get("Type")) or "Unknown",
+        year=_int(data.get("ProductionYear")),
+        series_name=_str(data.get("SeriesName")),
+        season_name=_str(data.get("SeasonName")),
+        index_number=_int(data.get("IndexNumber")),
+        parent_index_number=_int(data.get("ParentIndexNumber")),
     )
 
 

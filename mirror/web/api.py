@@ -187,7 +187,7 @@ class DashboardApi:
         if not self.auth.same_origin(request):
             return json_response({"error": "cross-site login refused (CSRF)"}, 403)
         try:
-            body = _body(request)
+            body = read_body(request)
         except ApiError as error:
             return json_response({"error": str(error)}, error.status)
         password = body.get("password")
@@ -281,7 +281,7 @@ class DashboardApi:
 
     def enqueue(self, request: Request, access: Access) -> Response:
         """`{"item_id": ..., "priority": 0}`: a new job, or the item's active one."""
-        body = _body(request)
+        body = read_body(request)
         item_id, priority = body.get("item_id"), body.get("priority", 0)
         if not isinstance(item_id, str):
             raise ApiError(400, "item_id is missing")
@@ -296,7 +296,7 @@ class DashboardApi:
         return json_response({"status": status, "job": job}, 201 if result[0].created else 200)
 
 
-def _body(request: Request) -> dict[str, Any]:
+def read_body(request: Request) -> dict[str, Any]:
     if request.mimetype == "application/json":
         try:
             data = json.loads(request.get_data(cache=True) or b"{}")

@@ -32,7 +32,13 @@ from mirror.jobs import DatabaseUnavailable
 from mirror.logs import get_logger
 from mirror.redact import redact
 from mirror.web import metrics
-from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
+from mirror.web.dashboard import (
+    DashboardApi,
+    LibraryBoard,
+    dashboard_api,
+    dashboard_rules,
+    library_board,
+)
 from mirror.web.play_routes import PlayRoutes
 from mirror.web.player import Player
 from mirror.web.proxies import behind_proxies
@@ -85,6 +91,7 @@ class MirrorWeb:
         dashboard: DashboardApi | None = None,
         player: Player | None = None,
         metrics_token: str | None = None,
+        library: LibraryBoard | None = None,
     ) -> None:
         self.jobs = jobs
         self.metrics_token = metrics_token
@@ -106,7 +113,7 @@ class MirrorWeb:
                 Rule("/healthz", endpoint=self.healthz, methods=["GET"]),
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
-                *(dashboard_rules(dashboard) if dashboard is not None else []),
+                *(dashboard_rules(dashboard, library) if dashboard is not None else []),
                 *PlayRoutes(player, dashboard.auth if dashboard else None).rules(),
             ]
         )
@@ -347,8 +354,12 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
         store = wiring.s3_storage(settings)
         player = Player(db.jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
     dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts, db.sessions)
+    # Search and library pages ask Jellyfin while a person waits: two tries, not five.
+    has_jellyfin = settings.jellyfin_url and settings.jellyfin_api_key
+    jellyfin = wiring.jellyfin_client(settings, retry_attempts=2) if has_jellyfin else None
+    library = library_board(settings, db, jellyfin)
     token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
-    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token)
+    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token, library)
     app = behind_proxies(web, settings.trusted_proxies)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
@@ -361,6 +372,8 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
             clear_untrusted_proxy_headers=False,  # mirror.web.proxies decides whom to trust
         )
     except OSError as error:  # port taken, unknown host name, no permission
+        if jellyfin is not None:
+            jellyfin.close()
         db.dispose()
         raise MirrorError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     if settings.ui_password and not settings.session_secret:
@@ -383,6 +396,8 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
         server.run()  # returns after SIGINT or SIGTERM, its threads shut down
     finally:
         server.close()
+        if jellyfin is not None:
+            jellyfin.close()
         db.dispose()
     log.info("stopped")
 

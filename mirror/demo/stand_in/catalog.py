@@ -10,6 +10,7 @@ import email.utils
 import hashlib
 import re
 import threading
+import unicodedata
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -208,6 +209,18 @@ class CatalogItem:
     @property
     def sort_name(self) -> str:
         return self.name.casefold()
+
+    @property
+    def parent_ids(self) -> set[str]:
+        """Its library, and its series and season (`extra` SeriesId, SeasonId, ParentId):
+        Jellyfin's recursive parentId listing finds an episode under each of them."""
+        ids = {self.library_id}
+        for key in ("SeriesId", "SeasonId", "ParentId"):
+            value = self.extra.get(key)
+            parsed = parse_guid(value) if isinstance(value, str) else None
+            if parsed is not None:
+                ids.add(parsed)
+        return ids
 
     @property
     def has_file(self) -> bool:
@@ -425,6 +438,7 @@ class Catalog:
         sort_by: Sequence[str],
         exclude_location_types: Sequence[str] = (),
         is_missing: bool | None = None,
+        search_term: str | None = None,
     ) -> list[CatalogItem]:
         """The `/Items` filters, before paging (ids/parentId already normalized).
 
@@ -437,7 +451,7 @@ class Catalog:
             wanted = set(ids)
             items = [item for item in items if item.id in wanted]
         if parent_id is not None:
-            items = [item for item in items if item.library_id == parent_id]
+            items = [item for item in items if parent_id in item.parent_ids]
         types = {_KINDS_BY_LOWER[t.lower()] for t in include_types if t.lower() in _KINDS_BY_LOWER}
         if types:
             items = [item for item in items if item.type in types]
@@ -448,9 +462,32 @@ class Catalog:
             items = [item for item in items if item.location_type.lower() not in excluded]
         if is_missing is True:
             items = [item for item in items if item.location_type == "Virtual"]
-        if any(key.lower() == "sortname" for key in sort_by):
+        if any(key.lower() == "sortname" for key in sort_by) or search_term:
             items.sort(key=lambda item: (item.sort_name, item.id))
+        if search_term:
+            items = _search(items, search_term)
         return items
+
+
+def _search(items: list[CatalogItem], term: str) -> list[CatalogItem]:
+    """Jellyfin's searchTerm: the name contains the term, ignoring case, accents and
+    punctuation (its CleanName); exact matches first, then names that start with it."""
+    wanted = _clean_name(term)
+    if not wanted:
+        return items
+    found = [item for item in items if wanted in _clean_name(item.name)]
+
+    def rank(item: CatalogItem) -> int:
+        name = _clean_name(item.name)
+        return 0 if name == wanted else 1 if name.startswith(wanted) else 2
+
+    return sorted(found, key=rank)  # stable: sort name within a rank
+
+
+def _clean_name(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    kept = "".join(c if c.isalnum() else " " for c in decomposed if not unicodedata.combining(c))
+    return " ".join(kept.split())
 
 
 def _etag_of(path: Path) -> str | None:
