@@ -398,7 +398,12 @@ class Catalog:
         return new_id
 
     def add_folder(
-        self, name: str, *, item_type: str = "Folder", library_id: str | None = None
+        self,
+        name: str,
+        *,
+        item_type: str = "Folder",
+        library_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
         """A folder-like item (Series, Season, BoxSet, Folder): no file, no MediaSources."""
         return self.add_item(
@@ -409,6 +414,7 @@ class Catalog:
             item_type=item_type,
             library_id=library_id,
             is_folder=True,
+            extra=extra,
         )
 
     def remove_item(self, item_id: str) -> None:

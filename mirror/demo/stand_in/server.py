@@ -135,10 +135,19 @@ class JellyfinStandIn:
         )
 
     def add_folder(
-        self, name: str, *, item_type: str = "Folder", library_id: str | None = None
+        self,
+        name: str,
+        *,
+        item_type: str = "Folder",
+        library_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
-        """A Series, Season, BoxSet or Folder: listed by /Items, never downloadable."""
-        return self._state.catalog.add_folder(name, item_type=item_type, library_id=library_id)
+        """A Series, Season, BoxSet or Folder: listed by /Items, never downloadable.
+        A season names its series in `extra` ({"SeriesId": ..., "SeriesName": ...}), an
+        episode both in add_item's `extra`: a parentId listing of either finds it."""
+        return self._state.catalog.add_folder(
+            name, item_type=item_type, library_id=library_id, extra=extra
+        )
 
     def remove_item(self, item_id: str) -> None:
         """Delete the item, as Jellyfin does after its file is gone and the library rescanned."""
