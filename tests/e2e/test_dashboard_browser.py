@@ -229,6 +229,7 @@ def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
                 lambda: "2 queued" in (show_row.text_content() or ""), 15, "the series sweep"
             )
             assert {stack.job(e).status for e in episodes} == {"new"}
+            page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
 
             page.goto(f"{served}/libraries")
             films = page.locator(f'tr.library[data-library-id="{movies}"]')
@@ -241,6 +242,8 @@ def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
                 "mirror the rest",
             )
             assert films.locator(".n-queued").text_content() == "2"
+            page.screenshot(path=str(tmp_path / "libraries.png"), full_page=True)
+            print(f"screenshots: {tmp_path / 'search.png'}, {tmp_path / 'libraries.png'}")
             assert len(stack.repo.list()) == 4
         finally:
             browser.close()

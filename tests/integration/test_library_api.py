@@ -237,3 +237,25 @@ def test_an_unreachable_jellyfin_is_one_line_not_a_traceback(
     assert answer.status_code == 502
     error = answer.json["error"]
     assert error.startswith("Jellyfin: ") and "\n" not in error and "Traceback" not in error
+
+
+def test_library_counts_agree_with_mirror_sync_dry_run(
+    make_web: Any, catalog: dict[str, Any], engine: Engine, jellyfin: JellyfinStandIn
+) -> None:
+    """Same listing, same classification: the page's numbers are sync's, class by class."""
+    from mirror.sync import sync_library
+
+    history(engine, catalog)
+    web = make_web()
+    log_in(web)
+    counts = web.get(f"/api/libraries/{catalog['movies']}").json["counts"]
+    jobs = SyncJobStore(MirroredItems(engine), Removals(engine), JobRepository(engine), 3)
+    with JellyfinClient(jellyfin.url, jellyfin.api_key, retry_attempts=1) as client:
+        report = sync_library(
+            client, jobs, catalog["movies"], item_types=("Movie",), dry_run=True, deletion=None
+        ).counts()
+    assert counts["not_mirrored"] == report["new"]
+    assert counts["changed"] == report["changed"]
+    assert counts["mirrored"] == report["unchanged"] + report["restored"]
+    assert (counts["queued"], counts["failed"]) == (report["queued"], report["failed"])
+    assert counts["skipped"] == report["skipped"]
