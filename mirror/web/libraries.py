@@ -27,6 +27,7 @@ from mirror.sync import SyncJobs
 from mirror.web.api import ApiError
 
 COUNTS_TTL_S = 60.0
+MIN_RECOUNT_S = 5.0
 SEARCH_LIMIT = 25
 T = TypeVar("T")
 
@@ -80,6 +81,7 @@ class LibraryBoard:
         item_types: Sequence[str],
         max_attempts: int,
         ttl_s: float = COUNTS_TTL_S,
+        min_recount_s: float = MIN_RECOUNT_S,
     ) -> None:
         self.jellyfin = jellyfin
         self.sync_jobs = sync_jobs
@@ -87,8 +89,10 @@ class LibraryBoard:
         self.item_types = tuple(item_types)
         self.max_attempts = max_attempts
         self.ttl_s = ttl_s
+        self.min_recount_s = min_recount_s
         self._lock = threading.Lock()
         self._counted: dict[str, tuple[float, LibraryStatus]] = {}  # library id -> (when, it)
+        self._walking: dict[str, threading.Lock] = {}  # library id -> held while counting
 
     def search(self, term: str) -> list[ItemHit]:
         """Libraries whose name contains `term` (to queue whole), then Jellyfin's search."""
@@ -114,15 +118,27 @@ class LibraryBoard:
         raise JellyfinProblem(404, f"no Jellyfin library {ref[:80]!r}")
 
     def status(self, library: Library, *, fresh: bool = False) -> LibraryStatus:
-        """The library's counts, from the last minute's walk unless `fresh`."""
+        """The library's counts, from the last minute's walk unless `fresh`.
+
+        One walk at a time per library: requests arriving during a walk wait for its
+        result instead of walking too, and `fresh` within `min_recount_s` of the last
+        walk is the last walk (reloading the page cannot keep Jellyfin busy).
+        """
         with self._lock:
-            kept = self._counted.get(library.item_id)
-        if kept is not None and not fresh and time.monotonic() - kept[0] < self.ttl_s:
-            return kept[1]
-        counts = self._ask(
-            lambda j: library_counts(j, self.sync_jobs, library.item_id, item_types=self.item_types)
-        )
-        return self._keep(library, counts)
+            walk_lock = self._walking.setdefault(library.item_id, threading.Lock())
+        with walk_lock:
+            with self._lock:
+                kept = self._counted.get(library.item_id)
+            if kept is not None:
+                age = time.monotonic() - kept[0]
+                if age < self.min_recount_s or (age < self.ttl_s and not fresh):
+                    return kept[1]
+            counts = self._ask(
+                lambda j: library_counts(
+                    j, self.sync_jobs, library.item_id, item_types=self.item_types
+                )
+            )
+            return self._keep(library, counts)
 
     def mirror_rest(self, library: Library) -> LibraryStatus:
         """Queue the library's NEW and CHANGED items (`mirror sync`); counts from before."""

@@ -84,7 +84,9 @@ def history(engine: Engine, ids: dict[str, Any]) -> None:
 def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
     clients: list[JellyfinClient] = []
 
-    def make(password: str | None = PASSWORD, *, with_jellyfin: bool = True) -> Client:
+    def make(
+        password: str | None = PASSWORD, *, with_jellyfin: bool = True, min_recount_s: float = 5
+    ) -> Client:
         repo = JobRepository(engine)
         auth = UiAuth(password=password, ended=EndedSessionStore(engine))
         api = DashboardApi(
@@ -99,6 +101,7 @@ def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
             repo,
             item_types=("Movie", "Episode"),
             max_attempts=3,
+            min_recount_s=min_recount_s,
         )
         policy = WebhookPolicy("webhook-secret-value-1234", ("Movie",))
         return Client(MirrorWeb(repo, QueueStats(engine), policy, None, api, library=board))
@@ -259,3 +262,27 @@ def test_library_counts_agree_with_mirror_sync_dry_run(
     assert counts["mirrored"] == report["unchanged"] + report["restored"]
     assert (counts["queued"], counts["failed"]) == (report["queued"], report["failed"])
     assert counts["skipped"] == report["skipped"]
+
+
+def test_counts_are_kept_a_minute_and_fresh_counts_again(
+    make_web: Any, catalog: dict[str, Any], jellyfin: JellyfinStandIn, tmp_path: Path
+) -> None:
+    """One listing walk per library per minute, however often the page is loaded."""
+    web = make_web(min_recount_s=0)
+    log_in(web)
+    path = f"/api/libraries/{catalog['movies']}"
+    first = web.get(path).json
+    late = tmp_path / "late.mkv"
+    late.write_bytes(b"z" * 100)
+    jellyfin.add_item(late, name="Late", streams=[], duration_s=60, library_id=catalog["movies"])
+    kept = web.get(path).json
+    assert kept == first  # same walk, same computed_at
+    recounted = web.get(f"{path}?fresh=1").json
+    assert recounted["counts"]["items"] == first["counts"]["items"] + 1
+    assert recounted["counts"]["not_mirrored"] == first["counts"]["not_mirrored"] + 1
+
+    throttled = make_web()  # the default: a recount within 5 s is the last count
+    log_in(throttled)
+    before = throttled.get(path).json
+    jellyfin.remove_item(catalog["New One"])
+    assert throttled.get(f"{path}?fresh=1").json == before
