@@ -15,6 +15,17 @@ from typing import Any
 from mirror.library_sweep import LibraryLister
 from mirror.sync import SyncClass, SyncJobs, sync_pages
 
+# The page's column of each class a listing walk can meet.
+COLUMNS = {
+    SyncClass.UNCHANGED: "mirrored",
+    SyncClass.RESTORED: "mirrored",  # marked removed, listed again: its mirror is kept
+    SyncClass.CHANGED: "changed",
+    SyncClass.QUEUED: "queued",
+    SyncClass.FAILED: "failed",
+    SyncClass.NEW: "not_mirrored",
+    SyncClass.SKIPPED: "skipped",
+}
+
 
 @dataclass
 class LibraryCounts:
@@ -30,19 +41,10 @@ class LibraryCounts:
     jobs_created: int = 0  # by "mirror the rest"; 0 when only counted
 
     def add(self, kind: SyncClass) -> None:
+        """Count one listed item (REMOVED is never listed: sync finds it off the listing)."""
         self.items += 1
-        if kind in (SyncClass.UNCHANGED, SyncClass.RESTORED):
-            self.mirrored += 1
-        elif kind is SyncClass.CHANGED:
-            self.changed += 1
-        elif kind is SyncClass.QUEUED:
-            self.queued += 1
-        elif kind is SyncClass.FAILED:
-            self.failed += 1
-        elif kind is SyncClass.NEW:
-            self.not_mirrored += 1
-        else:
-            self.skipped += 1
+        column = COLUMNS[kind]
+        setattr(self, column, getattr(self, column) + 1)
 
     @property
     def the_rest(self) -> int:
