@@ -10,7 +10,6 @@ import email.utils
 import hashlib
 import re
 import threading
-import unicodedata
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mirror.demo.stand_in.search import search_by_name
 from mirror.item import MediaStream
 
 TICKS_PER_SECOND = 10_000_000
@@ -471,29 +471,8 @@ class Catalog:
         if any(key.lower() == "sortname" for key in sort_by) or search_term:
             items.sort(key=lambda item: (item.sort_name, item.id))
         if search_term:
-            items = _search(items, search_term)
+            items = search_by_name(items, search_term)
         return items
-
-
-def _search(items: list[CatalogItem], term: str) -> list[CatalogItem]:
-    """Jellyfin's searchTerm: the name contains the term, ignoring case, accents and
-    punctuation (its CleanName); exact matches first, then names that start with it."""
-    wanted = _clean_name(term)
-    if not wanted:
-        return items
-    found = [item for item in items if wanted in _clean_name(item.name)]
-
-    def rank(item: CatalogItem) -> int:
-        name = _clean_name(item.name)
-        return 0 if name == wanted else 1 if name.startswith(wanted) else 2
-
-    return sorted(found, key=rank)  # stable: sort name within a rank
-
-
-def _clean_name(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    kept = "".join(c if c.isalnum() else " " for c in decomposed if not unicodedata.combining(c))
-    return " ".join(kept.split())
 
 
 def _etag_of(path: Path) -> str | None:
