@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
 from mirror.db.repository import JobRepository
-from mirror.errors import MirrorError
+from mirror.errors import PermanentError, TransientError
 from mirror.item import normalize_item_id
 from mirror.jellyfin import ItemHit, ItemPage, Library
 from mirror.library_status import LibraryCounts, library_counts
@@ -189,7 +189,7 @@ class LibraryBoard:
             )
         try:
             return call(self.jellyfin)
-        except MirrorError as error:
+        except (PermanentError, TransientError) as error:  # Jellyfin's; a database's is not
             raise JellyfinProblem(502, f"Jellyfin: {error}") from None
 
 
