@@ -45,12 +45,12 @@ from mirror.progress import AbortSignal, ProgressCallback
 CLIENT_VERSION = "0.1.0"
 ITEM_FIELDS = "Path,MediaSources,MediaStreams"
 LISTING_FIELDS = "Path,MediaSources"
-# What the dashboard's title search finds: what can be mirrored, and its parents.
-SEARCH_TYPES = ("Movie", "Episode", "Series", "Season")
-MAX_SEARCH_TERM = 200
 # How long the server's version is trusted: long enough to cost one request per worker
 # now and then, short enough to notice an upgrade of Jellyfin without a restart.
 VERSION_TTL_S = 300.0
+# What the dashboard's title search finds: what can be mirrored, and its parents.
+SEARCH_TYPES = ("Movie", "Episode", "Series", "Season")
+MAX_SEARCH_TERM = 200
 
 
 def authorization_header(api_key: str) -> str:
