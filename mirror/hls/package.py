@@ -22,6 +22,7 @@ from mirror.hls.playlists import (
     media_playlist,
     subtitle_playlist,
 )
+from mirror.hls.timestamp_map import first_presentation_s, with_timestamp_map
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 
 MASTER_FILE_NAME = "master.m3u8"
@@ -51,7 +52,8 @@ def package_hls(
     width: int | None,
     height: int | None,
 ) -> HlsPackage:
-    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master."""
+    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master; put
+    every subtitle on the video's clock (`X-TIMESTAMP-MAP`, mirror.hls.timestamp_map)."""
     root = plan.output_dir
     written: list[PlaylistFile] = []
     video_index = read_fragment_index(plan.video.path)
@@ -77,8 +79,10 @@ def package_hls(
             )
         )
     duration = video_index.duration_s
+    video_start_s = first_presentation_s(plan.video.path, video_index)
     subtitle_renditions = []
     for sub in plan.subtitles:
+        _map_to_video(sub.path, video_start_s)
         uri = playlist_path(sub.relative_path)
         body = subtitle_playlist(PurePosixPath(sub.relative_path).name, duration)
         written.append(_write(root, uri, body))
@@ -102,6 +106,12 @@ def _write_media(
     # The playlist sits beside its object, so the object is named by its file name alone.
     written.append(_write(root, relative, media_playlist(output.path.name, index)))
     return relative
+
+
+def _map_to_video(vtt: Path, video_start_s: float) -> None:
+    # surrogateescape: bytes that are not UTF-8 go back out as they came in.
+    text = vtt.read_bytes().decode("utf-8", errors="surrogateescape")
+    vtt.write_bytes(with_timestamp_map(text, video_start_s).encode("utf-8", "surrogateescape"))
 
 
 def _write(root: Path, relative: str, body: str) -> PlaylistFile:

@@ -1,0 +1,110 @@
+"""Subtitles on the video's clock: the `X-TIMESTAMP-MAP` header of every mirrored WebVTT.
+
+A WebVTT cue time counts from the start of the programme, but HLS players place the
+media by the timestamps inside its segments, and the video need not start at 0 there
+(composition offsets of B-frames, audio that starts before the video, a copied stream's
+own start). RFC 8216 3.5: the header `X-TIMESTAMP-MAP=MPEGTS:<t>,LOCAL:00:00:00.000`
+says which media timestamp (in 90 kHz) the cue time 0 is; without it hls.js shows cues
+early by the video's start, and Shaka Player shifts them by minus the video's first
+timestamp, out of sight when that is larger than the cue time. The map is the video's
+first presentation time, read from its first fragment (tfdt + composition offsets), so
+it is right whatever the muxer made the first timestamp.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+from mirror.errors import PermanentError
+from mirror.hls.fragments import FragmentIndex, track_timing
+
+MPEG_TS_CLOCK = 90_000
+_HEADER_END = re.compile(r"\r?\n\r?\n|\r\r")
+_EXISTING_MAP = re.compile(r"^X-TIMESTAMP-MAP=.*$\n?", re.MULTILINE)
+
+
+def first_presentation_s(path: Path, index: FragmentIndex) -> float:
+    """The presentation time, in seconds, of the earliest frame of the file's first fragment."""
+    first = index.fragments[0]
+    with path.open("rb") as file:
+        file.seek(index.init.offset)
+        init = file.read(index.init.length)
+        file.seek(first.offset)
+        header = file.read(8)
+        (size,) = struct.unpack(">I", header[:4]) if len(header) == 8 else (0,)
+        moof = header + file.read(max(0, size - 8))
+    moov_at = init.find(b"moov") - 4
+    if moov_at < 0 or moof[4:8] != b"moof" or size < 8:
+        raise PermanentError(f"hls: {path.name} has no moov or first moof where indexed")
+    timescale, default_duration = track_timing(init[moov_at:])
+    return first_presentation_ticks(moof, default_duration) / timescale
+
+
+def first_presentation_ticks(moof: bytes, default_duration: int) -> int:
+    """min(decode time + composition offset) over the samples of one moof, in track ticks
+    (ISO 14496-12 8.8.8 trun, 8.8.12 tfdt; version 1 trun offsets are signed)."""
+    traf = _child(moof, 8, len(moof), b"traf")
+    tfdt = _child(moof, *traf, b"tfdt") if traf else None
+    trun = _child(moof, *traf, b"trun") if traf else None
+    if traf is None or tfdt is None or trun is None:
+        raise PermanentError("hls: the first fragment has no tfdt or trun")
+    decode = struct.unpack_from(">Q" if moof[tfdt[0]] == 1 else ">I", moof, tfdt[0] + 4)[0]
+    tfhd = _child(moof, *traf, b"tfhd")
+    duration = default_duration
+    if tfhd is not None:
+        flags = int.from_bytes(moof[tfhd[0] + 1 : tfhd[0] + 4], "big")
+        at = tfhd[0] + 8 + (8 if flags & 0x01 else 0) + (4 if flags & 0x02 else 0)
+        duration = struct.unpack_from(">I", moof, at)[0] if flags & 0x08 else duration
+    start = trun[0]
+    version, flags = moof[start], int.from_bytes(moof[start + 1 : start + 4], "big")
+    count: int = struct.unpack_from(">I", moof, start + 4)[0]
+    if not flags & 0x800 or count == 0:  # no composition offsets: presented as decoded
+        return int(decode)
+    position = start + 8 + (4 if flags & 0x01 else 0) + (4 if flags & 0x04 else 0)
+    stride = 4 * bin(flags & 0xF00).count("1")
+    offset_at = 4 * bin(flags & 0x700).count("1")  # duration, size, flags come first
+    presented = []
+    for sample in range(count):
+        at = position + sample * stride
+        (composition,) = struct.unpack_from(">i" if version else ">I", moof, at + offset_at)
+        presented.append(decode + composition)
+        decode += struct.unpack_from(">I", moof, at)[0] if flags & 0x100 else duration
+    return int(min(presented))
+
+
+def with_timestamp_map(vtt: str, start_s: float) -> str:
+    """`vtt` with its header saying that cue time 0 is the media time `start_s`.
+
+    Replaces a map the file already has (Jellyfin's or ffmpeg's would be for another
+    timeline); everything after the header is kept byte for byte.
+    """
+    ticks = max(0, round(start_s * MPEG_TS_CLOCK))
+    line = f"X-TIMESTAMP-MAP=MPEGTS:{ticks},LOCAL:00:00:00.000"
+    text = vtt.removeprefix("\ufeff")
+    if not text.startswith("WEBVTT"):
+        raise PermanentError("hls: a subtitle is not WebVTT (no WEBVTT header)")
+    end = _HEADER_END.search(text)
+    header, rest = (text[: end.start()], text[end.start() :]) if end else (text.rstrip(), "\n")
+    header = _EXISTING_MAP.sub("", header).rstrip("\r\n")
+    first, _, others = header.partition("\n")
+    lines = [first, line, *([others] if others else [])]
+    return "\n".join(lines) + rest
+
+
+def _child(data: bytes, start: int, end: int, kind: bytes) -> tuple[int, int] | None:
+    """(payload start, end) of the first child box of `kind` between start and end."""
+    position = start
+    while position + 8 <= end:
+        size, child = struct.unpack_from(">I4s", data, position)
+        header = 8
+        if size == 1:
+            (size,) = struct.unpack_from(">Q", data, position + 8)
+            header = 16
+        if size < 8:
+            return None
+        if child == kind:
+            return position + header, min(position + size, end)
+        position += size
+    return None
