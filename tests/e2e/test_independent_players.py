@@ -51,41 +51,45 @@ class Source:
     path: Path
     streams: tuple[MediaStream, ...]
     duration_s: float
-    audio_channels: int
 
 
 def _generate(
-    dest: Path, ffmpeg_path: str, audio_input: list[str], audio_codec: list[str],
-    channels: int, codec: str,
-) -> Source:  # fmt: skip
-    """A 7 s 320x240 H.264 file with one audio track and one embedded SubRip subtitle.
+    dest: Path, ffmpeg_path: str, audio_input: list[str], codec: str, channels: tuple[int, int]
+) -> Source:
+    """A 7 s 320x240 H.264 file with two audio tracks of `codec` (English main, French
+    commentary, from `audio_input`) and one embedded SubRip subtitle.
 
     High profile with B-frames, as films have: copied, its first frame is presented after
     its first decode time (two frames later), so the video does not start at 0.
     """
     srt = dest.with_suffix(".srt")
     srt.write_text(f"1\n00:00:02,000 --> 00:00:06,000\n{CUE_TEXT}\n", encoding="utf-8")
+    encoder = {"ac3": "ac3", "aac": "aac"}[codec]
     run_ffmpeg(
         [ffmpeg_path, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
          "-f", "lavfi", "-i", f"testsrc=size=320x240:rate=25:duration={DURATION_S}",
          *audio_input, "-i", str(srt),
-         "-map", "0:v", "-map", "1:a", "-map", "2:s",
+         "-map", "0:v", "-map", "1:a", "-map", "1:a", "-map", "2:s",
          "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-g", "25",
-         *audio_codec, "-c:s", "srt",
-         "-metadata:s:a:0", "language=eng", "-metadata:s:s:0", "language=eng",
+         "-c:a", encoder, "-b:a", "192k",
+         "-ac:a:0", str(channels[0]), "-ac:a:1", str(channels[1]), "-c:s", "srt",
+         "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fra",
+         "-metadata:s:s:0", "language=eng",
          "-f", "matroska", str(dest)]
     )  # fmt: skip
     probed = describe_streams(dest, ffmpeg_path)
-    assert [s.type for s in probed] == ["Video", "Audio", "Subtitle"], probed
+    assert [s.type for s in probed] == ["Video", "Audio", "Audio", "Subtitle"], probed
     streams = (
         MediaStream(index=0, type="Video", codec="h264", width=320, height=240,
                     frame_rate=25.0, is_default=True, pixel_format="yuv420p",
                     profile="High", bit_depth=8),
         MediaStream(index=1, type="Audio", codec=codec, language="eng", title="English",
-                    channels=channels, is_default=True),
-        MediaStream(index=2, type="Subtitle", codec="subrip", language="eng", title="English"),
+                    channels=channels[0], is_default=True),
+        MediaStream(index=2, type="Audio", codec=codec, language="fra",
+                    title="Français \u2013 commentaire", channels=channels[1]),
+        MediaStream(index=3, type="Subtitle", codec="subrip", language="eng", title="English"),
     )  # fmt: skip
-    return Source(dest, streams, probe_duration(dest, ffmpeg_path) or DURATION_S, channels)
+    return Source(dest, streams, probe_duration(dest, ffmpeg_path) or DURATION_S)
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +97,16 @@ def sources(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> dict[
     root = tmp_path_factory.mktemp("players")
     sine = f"sine=frequency=440:sample_rate=48000:duration={DURATION_S}"
     return {
-        # 5.1 AC-3, which mirror re-encodes to AAC 5.1.
+        # 5.1 AC-3 (and a stereo commentary), which mirror re-encodes to AAC.
         "surround": _generate(
             root / "surround.mkv", ffmpeg_path,
-            ["-f", "lavfi", "-i", f"{sine},aformat=channel_layouts=5.1"],
-            ["-c:a", "ac3", "-b:a", "384k"],
-            6, "ac3",
+            ["-f", "lavfi", "-i", f"{sine},aformat=channel_layouts=5.1"], "ac3", (6, 2),
         ),
-        # AAC stereo whose first sample is 0.48 s after the first frame.
+        # AAC whose first sample is 0.48 s after the first frame.
         "delayed_audio": _generate(
             root / "delayed.mkv", ffmpeg_path,
             ["-itsoffset", "0.48", "-f", "lavfi", "-i", f"{sine},aformat=channel_layouts=stereo"],
-            ["-c:a", "aac", "-b:a", "128k"],
-            2, "aac",
+            "aac", (2, 2),
         ),
     }  # fmt: skip
 
@@ -232,10 +233,11 @@ def _wait(page: Any, condition: str, timeout_s: float, log: list[str]) -> Any:
 
 
 def _check_playback(page: Any, player: str, source: Source, shot: Path, log: list[str]) -> None:
-    _wait(page, "window.mirrorPlayer.audio().length === 1", 30, log)
+    _wait(page, "window.mirrorPlayer.audio().length === 2", 30, log)
     audio = page.evaluate("window.mirrorPlayer.audio()")
     # Shaka reports ISO 639-1 ("en"), the others the playlist's LANGUAGE ("eng").
-    assert [t["language"] in ("eng", "en") for t in audio] == [True], audio
+    assert [t["language"][:2] for t in audio] == ["en", "fr"], audio
+    assert audio[0]["active"] and not audio[1]["active"], audio
     _wait(page, "window.mirrorPlayer.subtitles().length === 1", 30, log)
     page.evaluate("window.mirrorPlayer.setSubtitle(0)")
     page.evaluate(f"{VIDEO}.play().catch(() => null)")  # a failure shows in the waits
@@ -260,6 +262,11 @@ def _check_playback(page: Any, player: str, source: Source, shot: Path, log: lis
         first_frame,
         log[-20:],
     )
+    # The commentary plays too: switched to, the picture goes on.
+    page.evaluate("window.mirrorPlayer.setAudio(1)")
+    _wait(page, "window.mirrorPlayer.audio()[1].active", 15, log)
+    after_switch = page.evaluate(f"{VIDEO}.currentTime")
+    _wait(page, f"{VIDEO}.currentTime > {after_switch + 0.5} || {VIDEO}.ended", 30, log)
     errors = page.evaluate("window.mirrorPlayer.errors || []")
     status = page.text_content("#status") or ""
     assert not errors and "failed" not in status, (errors, status, log[-20:])
