@@ -77,6 +77,10 @@ def test_job_row_and_manifest_list_playlists_and_both_subtitles(
     assert re.search(r'CODECS="avc1\.[0-9a-f]{6},mp4a\.40\.2"', master)
     sidecar_vtt = _object(stack, f"mirror/{mirrored}/subtitles/0-fre.vtt").decode()
     assert sidecar_vtt.startswith("WEBVTT") and "Bonjour de mirror" in sidecar_vtt
+    # Both on the video's clock (the sample's video starts at 0: no B-frames).
+    own_vtt = _object(stack, f"mirror/{mirrored}/subtitles/3-eng.vtt").decode()
+    for vtt in (sidecar_vtt, own_vtt):
+        assert vtt.splitlines()[1] == "X-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000", vtt
     manifest = json.loads(_object(stack, job.manifest_key or ""))
     assert manifest["hls"]["master"] == job.hls_key
     assert {p["key"] for p in manifest["hls"]["playlists"]} >= {job.hls_key}
