@@ -48,9 +48,11 @@ def first_presentation_ticks(moof: bytes, default_duration: int) -> int:
     traf = _child(moof, 8, len(moof), b"traf")
     tfdt = _child(moof, *traf, b"tfdt") if traf else None
     trun = _child(moof, *traf, b"trun") if traf else None
-    if traf is None or tfdt is None or trun is None:
-        raise PermanentError("hls: the first fragment has no tfdt or trun")
-    decode = struct.unpack_from(">Q" if moof[tfdt[0]] == 1 else ">I", moof, tfdt[0] + 4)[0]
+    if traf is None or trun is None:
+        raise PermanentError("hls: the first fragment has no samples (trun)")
+    decode = 0  # without a tfdt, the first fragment starts where the track does: 0
+    if tfdt is not None:
+        decode = struct.unpack_from(">Q" if moof[tfdt[0]] == 1 else ">I", moof, tfdt[0] + 4)[0]
     tfhd = _child(moof, *traf, b"tfhd")
     duration = default_duration
     if tfhd is not None:

@@ -53,10 +53,12 @@ def test_first_presentation_is_the_earliest_decode_time_plus_composition_offset(
     assert first_presentation_ticks(_moof(4_096, None), 0) == 4_096
 
 
-def test_a_first_fragment_without_tfdt_is_refused() -> None:
-    moof = _box(b"moof", _box(b"traf", _full(b"tfhd", 0, 0x020000, struct.pack(">I", 1))))
-    with pytest.raises(PermanentError, match="tfdt or trun"):
-        first_presentation_ticks(moof, 0)
+def test_a_first_fragment_without_samples_is_refused_and_one_without_tfdt_starts_at_0() -> None:
+    tfhd = _full(b"tfhd", 0, 0x020000, struct.pack(">I", 1))
+    with pytest.raises(PermanentError, match="no samples"):
+        first_presentation_ticks(_box(b"moof", _box(b"traf", tfhd)), 0)
+    trun = _full(b"trun", 0, 0x800, struct.pack(">I", 2) + struct.pack(">II", 1024, 0))
+    assert first_presentation_ticks(_box(b"moof", _box(b"traf", tfhd + trun)), 512) == 512
 
 
 @pytest.mark.parametrize(
