@@ -1,7 +1,8 @@
 // Test harness: one independent player (Shaka Player or video.js, from npm) on the page,
 // behind the same small API as mirror's own player page (`window.mirrorPlayer`), so the
 // browser tests drive every player the same way. Served by the test on mirror serve's
-// origin; `?player=shaka|videojs&master=<the item's master.m3u8 on mirror serve>`.
+// origin; `?player=shaka|videojs&master=<the item's master.m3u8 on mirror serve>`, and
+// `&text=<language>` for the subtitle Shaka chooses before loading (see startShaka).
 "use strict";
 const params = new URLSearchParams(location.search);
 const master = params.get("master");
@@ -28,7 +29,9 @@ async function startShaka() {
   shaka.polyfill.installAll();
   const shakaPlayer = new shaka.Player();
   window.shakaPlayer = shakaPlayer;
-  shakaPlayer.addEventListener("error", (event) => fail("shaka " + event.detail.code));
+  shakaPlayer.addEventListener("error", (event) => {
+    if (event.detail.severity === shaka.util.Error.Severity.CRITICAL) fail("shaka " + event.detail.code);
+  });
   // Shaka 5 parses a WebVTT segment only once a video segment is appended after the text
   // stream is chosen (shaka-player PR 9676): chosen after the whole of a short item is
   // buffered, it never shows a cue. So the language is chosen before loading (`?text=`).
