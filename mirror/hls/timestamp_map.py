@@ -76,14 +76,15 @@ def first_presentation_ticks(moof: bytes, default_duration: int) -> int:
     return int(min(presented))
 
 
-def with_timestamp_map(vtt: str, start_s: float) -> str:
-    """`vtt` with its header saying that cue time 0 is the media time `start_s`.
+def with_timestamp_map(vtt: str, start_s: float, local_s: float = 0.0) -> str:
+    """`vtt` with its header saying that cue time `local_s` is the media time `start_s`.
 
-    Replaces a map the file already has (Jellyfin's or ffmpeg's would be for another
-    timeline); everything after the header is kept byte for byte.
+    `local_s` is where the video's first frame is on the cues' clock (ffmpeg's, which
+    the muxer drops from the video file). Replaces a map the file already has (it would
+    be for another timeline); everything after the header is kept byte for byte.
     """
     ticks = max(0, round(start_s * MPEG_TS_CLOCK))
-    line = f"X-TIMESTAMP-MAP=MPEGTS:{ticks},LOCAL:00:00:00.000"
+    line = f"X-TIMESTAMP-MAP=MPEGTS:{ticks},LOCAL:{_cue_time(local_s)}"
     text = vtt.removeprefix("\ufeff")
     if not text.startswith("WEBVTT"):
         raise PermanentError("hls: a subtitle is not WebVTT (no WEBVTT header)")
@@ -93,6 +94,14 @@ def with_timestamp_map(vtt: str, start_s: float) -> str:
     first, _, others = header.partition("\n")
     lines = [first, line, *([others] if others else [])]
     return "\n".join(lines) + rest
+
+
+def _cue_time(seconds: float) -> str:
+    """hh:mm:ss.ttt, the WebVTT timestamp form the map's LOCAL takes."""
+    millis = max(0, round(seconds * 1000))
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    return f"{hours:02}:{minutes:02}:{rest // 1000:02}.{rest % 1000:03}"
 
 
 def _child(data: bytes, start: int, end: int, kind: bytes) -> tuple[int, int] | None:

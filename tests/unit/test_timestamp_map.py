@@ -113,3 +113,10 @@ def test_a_file_with_no_cues_gets_the_map_too() -> None:
 def test_a_file_that_is_not_webvtt_is_refused() -> None:
     with pytest.raises(PermanentError, match="not WebVTT"):
         with_timestamp_map("1\n00:00:00,500 --> 00:00:07,000\nSubRip\n", 0.0)
+
+
+def test_local_is_where_the_video_starts_on_the_cues_clock() -> None:
+    # A video that starts 1 h 2 min 3.5 s into the file's clock, presented from 0.
+    assert with_timestamp_map("WEBVTT\n", 0.0, local_s=3723.5) == (
+        "WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:01:02:03.500\n"
+    )
