@@ -51,10 +51,16 @@ class Source:
     path: Path
     streams: tuple[MediaStream, ...]
     duration_s: float
+    video_start_s: float  # where the first frame is on the file's clock (the cues')
 
 
 def _generate(
-    dest: Path, ffmpeg_path: str, audio_input: list[str], codec: str, channels: tuple[int, int]
+    dest: Path,
+    ffmpeg_path: str,
+    audio_input: list[str],
+    codec: str,
+    channels: tuple[int, int],
+    video_start_s: float = 0.0,
 ) -> Source:
     """A 7 s 320x240 H.264 file with two audio tracks of `codec` (English main, French
     commentary, from `audio_input`) and one embedded SubRip subtitle.
@@ -67,6 +73,7 @@ def _generate(
     encoder = {"ac3": "ac3", "aac": "aac"}[codec]
     run_ffmpeg(
         [ffmpeg_path, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
+         "-itsoffset", str(video_start_s),
          "-f", "lavfi", "-i", f"testsrc=size=320x240:rate=25:duration={DURATION_S}",
          *audio_input, "-i", str(srt),
          "-map", "0:v", "-map", "1:a", "-map", "1:a", "-map", "2:s",
@@ -89,7 +96,8 @@ def _generate(
                     title="Français \u2013 commentaire", channels=channels[1]),
         MediaStream(index=3, type="Subtitle", codec="subrip", language="eng", title="English"),
     )  # fmt: skip
-    return Source(dest, streams, probe_duration(dest, ffmpeg_path) or DURATION_S)
+    duration_s = probe_duration(dest, ffmpeg_path) or DURATION_S
+    return Source(dest, streams, duration_s, video_start_s)
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +115,13 @@ def sources(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> dict[
             root / "delayed.mkv", ffmpeg_path,
             ["-itsoffset", "0.48", "-f", "lavfi", "-i", f"{sine},aformat=channel_layouts=stereo"],
             "aac", (2, 2),
+        ),
+        # Video whose first frame is 0.5 s after the audio's first sample (and the clock's
+        # 0, where the cue times count from): the video file itself starts at 0.
+        "late_video": _generate(
+            root / "late.mkv", ffmpeg_path,
+            ["-f", "lavfi", "-i", f"{sine},aformat=channel_layouts=stereo"],
+            "aac", (2, 2), video_start_s=0.5,
         ),
     }  # fmt: skip
 
@@ -175,7 +190,7 @@ TEXT_TRACKS = f"""Array.from({VIDEO}.textTracks).map((t) => ({{
   cues: Array.from(t.cues || []).map((c) => [c.startTime, c.endTime, c.text]) }}))"""
 
 
-@pytest.mark.parametrize("item", ["surround", "delayed_audio"])
+@pytest.mark.parametrize("item", ["surround", "delayed_audio", "late_video"])
 @pytest.mark.parametrize("player", PLAYERS)
 def test_mirrored_item_plays_lists_audio_and_shows_the_cue_on_time(
     stack: Stack,
@@ -260,8 +275,9 @@ def _check_playback(page: Any, player: str, source: Source, shot: Path, log: lis
     first_frame = page.evaluate(FIRST_VIDEO_FRAME)
     assert first_frame is not None
     print(f"{player}: cue {shown}, first video frame at {first_frame:.4f} s")
-    # The cue starts CUE_START_S after the first frame, as it does in the source.
-    assert abs(shown["start"] - first_frame - CUE_START_S) <= CUE_TOLERANCE_S, (
+    # The cue starts with the same frame as in the source.
+    expected = CUE_START_S - source.video_start_s
+    assert abs(shown["start"] - first_frame - expected) <= CUE_TOLERANCE_S, (
         shown,
         first_frame,
         log[-20:],
