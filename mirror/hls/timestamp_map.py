@@ -35,8 +35,8 @@ def first_presentation_s(path: Path, index: FragmentIndex) -> float:
         header = file.read(8)
         (size,) = struct.unpack(">I", header[:4]) if len(header) == 8 else (0,)
         moof = header + file.read(max(0, size - 8))
-    moov_at = init.find(b"moov") - 4
-    if moov_at < 0 or moof[4:8] != b"moof" or size < 8:
+    moov_at = struct.unpack(">I", init[:4])[0] if len(init) >= 8 else 0  # after the ftyp
+    if init[moov_at + 4 : moov_at + 8] != b"moov" or moof[4:8] != b"moof" or size < 8:
         raise PermanentError(f"hls: {path.name} has no moov or first moof where indexed")
     timescale, default_duration = track_timing(init[moov_at:])
     return first_presentation_ticks(moof, default_duration) / timescale
