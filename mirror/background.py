@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from mirror.progress import AbortSignal
 
+T = TypeVar("T")
 
-class BackgroundCall:
-    """`call` on a daemon thread; `join` waits for it and raises what it raised."""
 
-    def __init__(self, call: Callable[[], None], stop: AbortSignal, *, name: str) -> None:
+class BackgroundCall(Generic[T]):
+    """`call` on a daemon thread; `join` waits for it and returns what it returned or
+    raises what it raised."""
+
+    def __init__(self, call: Callable[[], T], stop: AbortSignal, *, name: str) -> None:
         self._call = call
         self._stop = stop
         self._error: BaseException | None = None
+        self._result: T | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> BackgroundCall:
+    def __enter__(self) -> BackgroundCall[T]:
         self._thread.start()
         return self
 
@@ -32,17 +37,20 @@ class BackgroundCall:
             self._stop.trigger(exc)  # the call honours `stop` (the download does)
         self._thread.join()
 
-    def join(self) -> None:
-        """Wait for the call; raise its error (or the stop's reason if it came first)."""
+    def join(self) -> T:
+        """Wait for the call; its result, or its error (or the stop's reason if it came
+        first) raised."""
         while self._thread.is_alive():
             self._thread.join(0.1)
         if self._error is not None:
             raise self._error
         self._stop.raise_if_set()
+        assert self._result is not None, "the call returned None"
+        return self._result
 
     def _run(self) -> None:
         try:
-            self._call()
+            self._result = self._call()
         except BaseException as exc:  # raised again by join in the job's thread
             self._error = exc
             self._stop.trigger(exc)

@@ -43,6 +43,17 @@ def parse_duration(value: object) -> float:
     return seconds
 
 
+def parse_duration_or_zero(value: object) -> float:
+    """`parse_duration`, and `0` (or `0s`, `0d`) for none at all (MIRROR_DELETE_GRACE)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match and float(match.group(1)) == 0:
+            return 0.0
+    return parse_duration(value)
+
+
 def parse_size(value: object) -> int:
     """Bytes from `64MiB`, `5MB`, `1GiB`, `1024` (plain bytes)."""
     if isinstance(value, bool):
@@ -108,14 +119,15 @@ def format_rate_limit(bytes_per_s: float) -> str:
 
 
 def format_duration(seconds: float) -> str:
-    """Short human form for messages: `500ms`, `10s`, `30m`, `1h30m`."""
+    """Short human form for messages: `500ms`, `10s`, `30m`, `1h30m`, `7d`."""
     if seconds < 1:
         return f"{round(seconds * 1000)}ms"
     if seconds < 60:
         return f"{round(seconds, 1):g}s"
     minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
-    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
+    days, hours = divmod(hours, 24)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     return "".join(f"{value}{unit}" for value, unit in parts if value)
 
 

@@ -72,3 +72,11 @@ class InsufficientSpace(NotReady):
     """Not enough free disk for the item right now: wait for space, no attempt used."""
 
     phase = "waiting for disk"
+
+
+class SourceChanged(NotReady):
+    """The file changed on Jellyfin while it was being mirrored, after part of the old
+    version was already read: nothing made from it may be kept, and the next attempt
+    starts from byte 0 of the new one. Nobody's fault, so no attempt is used."""
+
+    phase = "source changed"

@@ -8,9 +8,14 @@ current end for the end of the file.
 How a reader learns of new bytes depends on the writer. The download writes in this
 process and reports each chunk (`wrote`, with `writer_reports=True`): readers wait on a
 condition it notifies, so ffmpeg's feed follows the download with no delay and no
-polling. ffmpeg is another process and tells nothing: readers of its outputs poll the
-size (every 20 ms). Either way the size on disk is what counts (a resumed download
-starts with bytes already there), and the abort signal wakes every waiter.
+polling, and they read only the bytes it vouched for: a partial file kept from an
+earlier attempt counts once the server confirmed it may be resumed (the download then
+reports its size), never before. ffmpeg is another process and tells nothing: readers
+of its outputs poll the size on disk (every 20 ms). The abort signal wakes every waiter.
+
+A download that has to throw its bytes away (the file changed on the server) says so
+(`start_over`): if anyone may have read them, what was made from them mixes two files,
+so it raises SourceChanged and every reader fails with it too.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import BinaryIO
 
-from mirror.errors import TransientError
+from mirror.errors import SourceChanged
 from mirror.progress import AbortSignal
 
 POLL_S = 0.02
@@ -43,6 +48,9 @@ class GrowingFile:
         self.path = path
         self._abort = abort
         self._poll_s = REPORTED_WAIT_S if writer_reports else poll_s
+        self._reports = writer_reports
+        self._vouched = 0  # with a reporting writer: the bytes it said are there and current
+        self._started_over = False  # bytes readers may have seen were thrown away
         self._done = threading.Event()
         self._changed = threading.Condition()
         abort.on_abort(self._wake)
@@ -51,9 +59,27 @@ class GrowingFile:
     def finished(self) -> bool:
         return self._done.is_set()
 
-    def wrote(self, _size: int = 0) -> None:
-        """The writer (in this process) appended bytes: wake the readers."""
-        self._wake()
+    def wrote(self, size: int) -> None:
+        """The writer (in this process) holds `size` current bytes: wake the readers."""
+        with self._changed:
+            self._vouched = size
+            self._changed.notify_all()
+
+    def start_over(self) -> None:
+        """The writer throws its bytes away to write the file again from byte 0 (the
+        server has another version of it). Raises SourceChanged if it had vouched for
+        any: readers may have read them, and whatever they made mixes two files."""
+        with self._changed:
+            seen = self._vouched > 0
+            self._vouched = 0
+            self._started_over = self._started_over or seen
+            self._changed.notify_all()
+        self.require_unchanged()
+
+    def require_unchanged(self) -> None:
+        """Raise SourceChanged if bytes readers may have seen were thrown away."""
+        if self._started_over:
+            raise changed_while_read(self.path)
 
     def finish(self) -> None:
         """The writer is done: every byte is on disk, reads may now reach the end."""
@@ -74,6 +100,10 @@ class GrowingFile:
         return self.size()
 
     def size(self) -> int:
+        """Bytes readers may read: those the writer vouched for, or (a writer that does
+        not report, or once it finished) the size on disk."""
+        if self._reports and not self._done.is_set():
+            return self._vouched
         try:
             return self.path.stat().st_size
         except FileNotFoundError:
@@ -109,13 +139,12 @@ class GrowingReader:
 
     def read(self, size: int) -> bytes:
         available = self._growing.wait_for(self.position + size)
-        if available < self.position:
-            # The writer started over (Jellyfin sent the whole file, not the rest).
-            raise TransientError(
-                f"{self._growing.path.name} shrank from {self.position} to {available} bytes "
-                "while it was read; the job will start over"
-            )
+        if available < self.position:  # shrank under the reader: never a short end
+            raise changed_while_read(self._growing.path)
         data = self._file.read(min(size, available - self.position))
+        # Checked after reading: a start-over is announced before its first new byte,
+        # so data that may hold one never leaves here.
+        self._growing.require_unchanged()
         self.position += len(data)
         return data
 
@@ -132,6 +161,13 @@ class GrowingReader:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def changed_while_read(path: Path) -> SourceChanged:
+    return SourceChanged(
+        f"{path.name} changed on the server while it was being read; "
+        "the job starts over from byte 0 of the new file"
+    )
 
 
 def remove_quietly(*paths: Path) -> None:

@@ -35,6 +35,14 @@ class MediaStream:
     pixel_format: str | None = None  # e.g. yuv420p, yuv420p10le
     profile: str | None = None  # e.g. High, Main 10
     bit_depth: int | None = None
+    # Picture facts (video): Jellyfin's IsInterlaced, ffprobe's colour names,
+    # DvProfile and VideoRangeType (SDR, HDR10, HLG, DOVI, DOVIWithHDR10...).
+    is_interlaced: bool | None = None
+    color_primaries: str | None = None
+    color_transfer: str | None = None
+    color_space: str | None = None
+    dv_profile: int | None = None
+    video_range_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,16 +83,29 @@ class MediaItem:
         """Sidecar streams: separate files beside the media, not part of the download."""
         return tuple(s for s in self.streams if s.is_external)
 
-    def source_json(self) -> dict[str, object]:
-        """What was mirrored, for the job row's `source` column (nulls left out)."""
+    def source_json(self, served: ServedFile | None = None) -> dict[str, object]:
+        """The file as the metadata lists it (nulls left out); with `served`, what was
+        mirrored, for the job row's `source` column: the size and Last-Modified of the
+        bytes the download actually received, not what the metadata said beforehand."""
         facts: dict[str, object | None] = {
             "media_source_id": self.source_id,
             "path": self.path,
-            "size": self.size,
+            "size": self.size if served is None else served.size,
             "container": self.container,
             "etag": self.etag,
+            "last_modified": None if served is None else served.last_modified,
         }
         return {key: value for key, value in facts.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ServedFile:
+    """One downloaded file as Jellyfin's answers described it: every byte of it comes
+    from the one version these validators name (a resume is only taken when they match)."""
+
+    size: int
+    last_modified: str | None = None  # the HTTP Last-Modified (Jellyfin: the file's mtime)
+    etag: str | None = None  # the HTTP ETag, if any (Jellyfin's /Download sends none)
 
 
 # .NET's Guid.TryParse formats N, D, B and P: the API sends N, webhook templates send D.

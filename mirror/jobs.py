@@ -78,6 +78,9 @@ class JobRecord:
     hls_key: str | None = None  # <prefix>/<item_id>/master.m3u8 (output format hls)
     # WebVTT subtitles: {key, stream_index, language, title, codec, forced, external}
     subtitle_keys: list[dict[str, Any]] | None = None
+    # Found gone from Jellyfin, and its objects deleted after MIRROR_DELETE_GRACE.
+    removed_at: datetime | None = None
+    objects_deleted_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON-friendly dict for `--json` output."""

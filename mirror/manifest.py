@@ -107,6 +107,10 @@ def decode_manifest(body: bytes) -> dict[str, Any]:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ManifestError(f"not JSON: {error}") from None
+    except RecursionError:  # the parser's own depth limit: no manifest nests like that
+        raise ManifestError("not a manifest: JSON nested too deeply") from None
+    except ValueError as error:  # e.g. an integer past Python's 4,300-digit limit
+        raise ManifestError(f"not a manifest: {str(error).split(':')[0][:100]}") from None
     if not isinstance(data, dict):
         raise ManifestError("not a JSON object")
     if data.get("manifest_version") != MANIFEST_VERSION:

@@ -22,7 +22,7 @@ from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.hls.subtitles import fetch_sidecar_subtitles
-from mirror.item import MediaItem
+from mirror.item import MediaItem, ServedFile
 from mirror.jobs import Lease, Mirrored
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
@@ -61,8 +61,12 @@ class MediaServer(Protocol):
         on_progress: ProgressCallback,
         abort: AbortSignal,
         on_write: Callable[[int], None] | None = None,
-    ) -> int:
-        """`on_write`, if given, is told the file's size after every chunk written."""
+        on_restart: Callable[[], None] | None = None,
+        listed: Mapping[str, object] | None = None,
+    ) -> ServedFile:
+        """Only bytes of the version `listed` (MediaItem.source_json()) are resumed.
+        `on_write` is told the size of the current bytes after every chunk (and when a
+        resume is confirmed), `on_restart` when bytes it was told of are thrown away."""
         ...
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
@@ -177,7 +181,7 @@ class MirrorPipeline:
                         growing_source=fed,
                         wait_for_room=room,
                     )
-                    downloading.join()
+                    served = downloading.join()  # the size and Last-Modified it received
                     source.unlink(missing_ok=True)  # read whole, and no attempt needs to resume it
                     phases.finished("transcode")
                     plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
@@ -204,7 +208,7 @@ class MirrorPipeline:
             # Last object, after every output: its presence marks a complete mirror.
             hls = _hls_json(hls_key, uploads, digests)
             manifest = self._write_manifest(
-                lease, item, video, audio_entries, hls=hls, subtitles=subtitles
+                lease, item, served, video, audio_entries, hls=hls, subtitles=subtitles
             )
 
         # Every output is in S3 now; run_attempt records the job done.
@@ -213,7 +217,7 @@ class MirrorPipeline:
             audio_keys=audio_entries,
             video=video,
             skipped_streams=plan.skipped_json(),
-            source=item.source_json(),
+            source=item.source_json(served),
             manifest_key=manifest,
             hls_key=hls_key,
             subtitle_keys=subtitles,
@@ -223,6 +227,7 @@ class MirrorPipeline:
         self,
         lease: Lease,
         item: MediaItem,
+        served: ServedFile,
         video: dict[str, Any],
         audio: Sequence[dict[str, Any]],
         *,
@@ -233,7 +238,7 @@ class MirrorPipeline:
         manifest = build_manifest(
             item_id=item.id,
             name=item.name,
-            source=item.source_json(),
+            source=item.source_json(served),
             video=video,
             audio=audio,
             job_id=lease.job_id,
@@ -255,22 +260,25 @@ class MirrorPipeline:
         source: GrowingFile,
         phases: OverlappedPhases,
         stop: AbortSignal,
-    ) -> None:
-        """Download (resuming a partial file) while holding a download slot, then tell
-        its reader the size is final. The wait for a slot reports `waiting` straight to
-        the heartbeat: it is no phase of the overlap."""
+    ) -> ServedFile:
+        """Download (resuming a partial file of the same version) while holding a
+        download slot, then tell its reader the size is final. The wait for a slot
+        reports `waiting` straight to the heartbeat: it is no phase of the overlap."""
         heartbeat = phases.sink
         with self.download_gate.download_slot(lease.job_id, on_progress=heartbeat, abort=stop):
-            self.media.download(
+            served = self.media.download(
                 item.id,
                 source.path,
                 expected_size=item.size,
                 on_progress=phases,
                 abort=stop,
                 on_write=source.wrote,
+                on_restart=source.start_over,  # raises if ffmpeg was fed the old bytes
+                listed=item.source_json(),
             )
         source.finish()
         phases.finished("download")
+        return served
 
     def _plan_from_file(
         self, item: MediaItem, output_dir: Path, source: GrowingFile
@@ -319,7 +327,10 @@ class MirrorPipeline:
         and the `subtitle_keys` entries. Playlists come from each file's own index."""
         if not plan.fragmented:
             return None, []
-        package = package_hls(plan, width=verified.video.width, height=verified.video.height)
+        width, height = verified.video.display_size
+        package = package_hls(
+            plan, width=width, height=height, video_range=verified.video.video_range
+        )
         entries = []
         for sub in plan.subtitles:
             uploads.append(self._upload(item_id, sub))

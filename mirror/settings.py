@@ -7,6 +7,7 @@ variable (exit 2), instead of failing an hour into a job.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import tempfile
 from contextvars import ContextVar
@@ -24,7 +25,13 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from mirror.durations import format_duration, parse_duration, parse_rate, parse_size
+from mirror.durations import (
+    format_duration,
+    parse_duration,
+    parse_duration_or_zero,
+    parse_rate,
+    parse_size,
+)
 from mirror.errors import ConfigError
 from mirror.redact import hide_url_password, register_secrets, url_password
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
@@ -75,6 +82,7 @@ def _download_cap(value: Any) -> Any:
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+DurationOrZero = Annotated[float, BeforeValidator(parse_duration_or_zero)]
 Rate = Annotated[float | None, BeforeValidator(parse_rate)]
 Secret = Annotated[SecretStr | None, BeforeValidator(_clean_secret)]
 Size = Annotated[int, BeforeValidator(parse_size)]
@@ -169,10 +177,23 @@ class Settings(BaseSettings):
 
     webhook_secret: Secret = None
     webhook_item_types: CommaList = ("Movie", "Episode")
-    # ItemDeleted webhook: false = log and count only; true = delete the item's objects.
+    # ItemDeleted webhook: false = log and count only; true = mark the item removed (its
+    # objects go after the grace, with `mirror sync --delete`).
     delete_removed: bool = False
+    # How long an item must stay gone from Jellyfin before its objects are deleted: a
+    # library whose mount was offline during a scan comes back within it (0: no grace).
+    delete_grace: DurationOrZero = 7 * 86400.0
     # The dashboard's login; unset: the dashboard and API are read-only (actions 403).
     ui_password: Secret = None
+    # Signs session cookies; unset: a random key per process (sessions end at a restart).
+    session_secret: Secret = None
+    # Where browsers reach `mirror serve` (https://mirror.example.org behind a proxy): the
+    # Origin a login must come from, and https makes the session cookie Secure.
+    public_url: str | None = None
+    # Proxies (IPs or CIDRs) whose X-Forwarded-For/-Proto/-Host/-Port are believed.
+    trusted_proxies: CommaList = ()
+    # A bearer token for GET /metrics (Prometheus `authorization`); else the UI login.
+    metrics_token: Secret = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod
@@ -206,7 +227,7 @@ class Settings(BaseSettings):
             raise ValueError("must be a postgresql:// or postgresql+psycopg:// URL")
         return url
 
-    @field_validator("jellyfin_url", "s3_endpoint_url")
+    @field_validator("jellyfin_url", "s3_endpoint_url", "public_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         if url is None or not url.strip():
@@ -226,6 +247,18 @@ class Settings(BaseSettings):
         if not types:
             raise ValueError("needs at least one item type, e.g. Movie,Episode")
         return types
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, proxies: tuple[str, ...]) -> tuple[str, ...]:
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{proxy!r} is not an IP address or network (e.g. 10.0.0.5, 172.16.0.0/12)"
+                ) from None
+        return proxies
 
     @field_validator("s3_prefix")
     @classmethod

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
+from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
 from mirror.library_sweep import LibraryLister, PageProgress
 from mirror.sources import non_file_kind
 
@@ -30,6 +31,7 @@ class SyncClass(enum.StrEnum):
     NEW = "new"  # never mirrored (or removed earlier and back in the library)
     CHANGED = "changed"  # its file differs from the one the newest done job mirrored
     REMOVED = "removed"  # mirrored, and Jellyfin no longer has it
+    RESTORED = "restored"  # marked removed, back before the grace ran out: kept
     UNCHANGED = "unchanged"
     FAILED = "failed"  # its newest job failed or was cancelled: see `mirror show`
     QUEUED = "queued"  # a job is queued or running already
@@ -37,6 +39,9 @@ class SyncClass(enum.StrEnum):
 
 
 QUEUE_CLASSES = frozenset({SyncClass.NEW, SyncClass.CHANGED})
+
+# Deletes every object of one item; returns how many.
+DeleteItem = Callable[[str], int]
 
 
 def fingerprint_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -58,6 +63,8 @@ def classify(
     A done job without a recorded source (mirrored before fingerprints existed) counts as
     unchanged: there is nothing to compare, and `mirror enqueue ITEM_ID` re-mirrors it.
     """
+    if history is not None and history.pending_removal:
+        return SyncClass.RESTORED, []
     if history is None or history.latest_status == "removed":
         return SyncClass.NEW, []
     if history.latest_status in ("new", "processing"):
@@ -82,6 +89,9 @@ class SyncReport:
     deleted_objects: int = 0
     dry_run: bool = False
     delete: bool = False
+    grace_s: float = 0.0
+    held_back: str | None = None  # why this run removed nothing, or None
+    purged: list[str] = field(default_factory=list)  # items whose objects were deleted
 
     def add(self, kind: SyncClass, item_id: str) -> None:
         self.items[kind].append(item_id)
@@ -100,6 +110,9 @@ class SyncReport:
             "skipped": self.skipped_kinds,
             "queued": self.queued,
             "deleted_objects": self.deleted_objects,
+            "held_back": self.held_back,
+            "grace_s": self.grace_s,
+            "purged": sorted(self.purged),
         }
 
 
@@ -110,19 +123,35 @@ class SyncJobs(Protocol):
 
     def mirrored_item_ids(self) -> set[str]: ...
 
-    def mark_removed(self, item_id: str) -> int: ...
-
     def requeue(self, item_ids: Sequence[str]) -> int: ...
+
+    def restore(self, item_ids: Sequence[str]) -> list[str]: ...
+
+
+class SyncRemovals(Protocol):
+    """Marks first, objects after the grace (mirror.db.removals.Removals)."""
+
+    def mark_gone(self, item_ids: Sequence[str]) -> int: ...
+
+    def due(self, grace_s: float) -> list[str]: ...
+
+    def mark_purged(self, item_id: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """`mirror sync --delete`: how to delete an item's objects, and the guard's terms."""
+
+    delete_item: DeleteItem
+    removals: SyncRemovals
+    limit: DeleteLimit = DEFAULT_LIMIT
+    grace_s: float = 7 * 86400.0
 
 
 class SyncLister(LibraryLister, Protocol):
     """The sweep's listing, plus: which of these items does Jellyfin still have?"""
 
     def existing_item_ids(self, item_ids: Sequence[str], batch: int = ...) -> set[str]: ...
-
-
-# Deletes every object of one item; returns how many.
-DeleteItem = Callable[[str], int]
 
 
 def sync_library(
@@ -132,21 +161,24 @@ def sync_library(
     *,
     item_types: Sequence[str],
     dry_run: bool,
-    delete: DeleteItem | None,
+    deletion: Deletion | None,
     on_page: PageProgress | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
-    Queues NEW and CHANGED page by page (unless `dry_run`); with `delete`, removed
-    items lose their objects first and their done jobs become `removed` after, so a
-    failed delete leaves the row done and the next sync tries again.
+    Queues NEW and CHANGED page by page (unless `dry_run`) and keeps RESTORED items'
+    mirrors. With `deletion`, removed items are marked (unless that is more than its
+    limit: then nothing is removed at all and `held_back` says why), and items marked at
+    least the grace ago that Jellyfin still does not have lose their objects; objects go
+    first and the mark after, so a failed delete is tried again by the next sync.
     """
-    report = SyncReport(dry_run=dry_run, delete=delete is not None)
+    report = SyncReport(dry_run=dry_run, delete=deletion is not None)
     seen: set[str] = set()
     handled = 0
     for page in lister.iter_library_pages(parent_id, item_types):
         histories = jobs.histories([item.id for item in page.items])
         to_queue: list[str] = []
+        back: list[str] = []  # marked removed, listed again: their mirror stays
         for item in page.items:
             seen.add(item.id)
             report.names[item.id] = item.name
@@ -161,17 +193,64 @@ def sync_library(
                 report.changes[item.id] = changes
             if kind in QUEUE_CLASSES:
                 to_queue.append(item.id)
-        if to_queue and not dry_run:
-            report.queued += jobs.requeue(to_queue)
+            elif kind is SyncClass.RESTORED:
+                back.append(item.id)
+        if not dry_run:
+            if to_queue:
+                report.queued += jobs.requeue(to_queue)
+            if back:
+                jobs.restore(back)
         handled += len(page.items)
         if on_page is not None:
             on_page(handled, page.total)
-    for item_id in _removed(lister, jobs.mirrored_item_ids() - seen):
+    mirrored = jobs.mirrored_item_ids()
+    removed = _removed(lister, mirrored - seen)
+    for item_id in removed:
         report.add(SyncClass.REMOVED, item_id)
-        if delete is not None and not dry_run:
-            report.deleted_objects += delete(item_id)
-            jobs.mark_removed(item_id)
+    if deletion is not None:
+        # The share is of this library's mirror: one library on an offline mount is a
+        # small part of a big mirror, and all of its own.
+        here = len(mirrored & seen) + len(removed)
+        _remove(lister, jobs, deletion, report, removed, mirrored=here, listed=len(seen))
     return report
+
+
+def _remove(
+    lister: SyncLister,
+    jobs: SyncJobs,
+    deletion: Deletion,
+    report: SyncReport,
+    removed: list[str],
+    *,
+    mirrored: int,
+    listed: int,
+) -> None:
+    """Mark the removed items, then purge those whose grace ran out (see sync_library)."""
+    report.grace_s = deletion.grace_s
+    due = deletion.removals.due(deletion.grace_s)
+    if report.dry_run and deletion.grace_s == 0:
+        due = sorted(set(due) | set(removed))  # what a real run would purge at once
+    report.held_back = held_back(
+        len(removed), mirrored, listed=listed, limit=deletion.limit
+    ) or held_back(len(due), mirrored + len(due), listed=listed, limit=NO_LIMIT)
+    if report.held_back is not None:
+        return
+    if not report.dry_run:
+        deletion.removals.mark_gone(removed)
+        due = deletion.removals.due(deletion.grace_s)
+    if not due:
+        return
+    still_there = lister.existing_item_ids(due)
+    back = [item_id for item_id in due if item_id in still_there]
+    for item_id in back:
+        report.add(SyncClass.RESTORED, item_id)
+    report.purged = [item_id for item_id in due if item_id not in still_there]
+    if report.dry_run:
+        return
+    jobs.restore(back)
+    for item_id in report.purged:
+        report.deleted_objects += deletion.delete_item(item_id)
+        deletion.removals.mark_purged(item_id)
 
 
 def _removed(lister: SyncLister, candidates: Iterable[str]) -> list[str]:

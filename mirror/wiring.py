@@ -18,7 +18,9 @@ from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.engine import check_schema, make_engine
 from mirror.db.mirrored import MirroredItems
+from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
+from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.logs import get_logger
 from mirror.settings import Settings
@@ -91,8 +93,10 @@ class Database:
     jobs: JobRepository
     attempts: AttemptLog
     mirrored: MirroredItems
+    removals: Removals
     stats: QueueStats
     dashboard: DashboardQueries
+    sessions: EndedSessionStore
 
     def dispose(self) -> None:
         """Close the pool's connections (a long-lived process that is done with them)."""
@@ -106,8 +110,10 @@ def database_on(engine: Engine) -> Database:
         jobs=JobRepository(engine),
         attempts=AttemptLog(engine),
         mirrored=MirroredItems(engine),
+        removals=Removals(engine),
         stats=QueueStats(engine),
         dashboard=DashboardQueries(engine),
+        sessions=EndedSessionStore(engine),
     )
 
 

@@ -21,6 +21,7 @@ TIMING = {
     "test_live_job_three_times_longer_than_stale_timeout_is_claimed_once",
     "test_paused_worker_cannot_finish_the_job_it_lost",
     "test_live_job_longer_than_stale_timeout_is_never_reclaimed",
+    "test_a_flood_of_wrong_passwords_leaves_healthz_and_the_webhook_fast",
 }
 # Tests that run many processes at once but time nothing tightly: one after another on a
 # second worker, beside the timing chain rather than at its end.

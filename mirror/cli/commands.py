@@ -354,6 +354,8 @@ def serve(
     """HTTP: GET / (dashboard), /api/, /play/<item_id>, /healthz, /metrics, the webhook.
 
     Needs MIRROR_WEBHOOK_SECRET: Jellyfin's webhook plugin sends it in X-Mirror-Secret.
+    Behind an https reverse proxy set MIRROR_TRUSTED_PROXIES or MIRROR_PUBLIC_URL
+    (README: Security).
     """
     from mirror.web import serve as web
 

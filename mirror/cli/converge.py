@@ -26,20 +26,29 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from sqlalchemy.exc import DataError
 
 from mirror import wiring
+from mirror.cli.sync_views import DETAIL_ROWS, sync_details, sync_table
 from mirror.db.mirrored import ItemHistory, MirroredItems
+from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
+from mirror.delete_guard import (
+    DEFAULT_LIMIT,
+    EMPTY_LISTING,
+    NO_LIMIT,
+    DeleteLimit,
+    parse_max_delete,
+)
 from mirror.item import normalize_item_id
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.manifest import ManifestError, decode_manifest, restored_job
 from mirror.objects import item_prefix
 from mirror.settings import Settings
-from mirror.sync import SyncClass, SyncReport, sync_library
+from mirror.sync import Deletion, sync_library
 from mirror.verify import Verdict, VerifyReport, verify_jobs
 
 VERIFY_THREADS = 16
-DETAIL_ROWS = 50  # item lines printed under a table; --json has them all
 
 
 @dataclass(frozen=True)
@@ -66,17 +75,42 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         ] = "Movie,Episode",
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only.")] = False,
         delete: Annotated[
-            bool, typer.Option("--delete", help="Delete the objects of removed items.")
+            bool,
+            typer.Option(
+                "--delete",
+                help="Mark removed items `removed`; delete the objects of those still gone "
+                "after MIRROR_DELETE_GRACE.",
+            ),
+        ] = False,
+        max_delete: Annotated[
+            str | None,
+            typer.Option(
+                "--max-delete",
+                metavar="N|P%",
+                help="With --delete: remove at most N items or P% of the mirrored items "
+                "(default: 50 and 10%).",
+            ),
+        ] = None,
+        force: Annotated[
+            bool,
+            typer.Option("--force", help="With --delete: no limit (not for an empty listing)."),
         ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
         """New / changed / removed / unchanged against the library; queues new and changed.
 
         Removed items (mirrored, gone from Jellyfin) are only reported unless --delete:
-        then their S3 objects are deleted and their jobs get status `removed`.
+        then their jobs get status `removed`, and the S3 objects of items still gone
+        MIRROR_DELETE_GRACE (default 7d) after that are deleted. An item listed again
+        before then keeps its mirror (class `restored`). A run that would remove more than
+        50 items or 10% of the mirrored items, or whose library listing is empty, removes
+        nothing and exits 1 saying why (--max-delete N|P% or --force to go ahead; never
+        for an empty listing). Exit codes: 0 ok, 1 removals held back or a runtime
+        failure, 2 bad usage.
         """
         if (library is None) == (parent_id is None):
             raise ctx.usage_error("give --library NAME or --parent-id ID (exactly one)")
+        limit = _delete_limit(ctx, delete=delete, max_delete=max_delete, force=force)
         try:
             types = list(check_item_kinds(t for t in item_types.split(",") if t.strip()))
         except ValueError as error:
@@ -85,12 +119,18 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
             raise ctx.usage_error("--type needs at least one item type, e.g. Movie,Episode")
         config = ctx.settings()
         db = ctx.database()
-        jobs = _SyncJobs(db.mirrored, db.jobs, config.max_attempts)
+        jobs = _SyncJobs(db.mirrored, db.removals, db.jobs, config.max_attempts)
         bucket = wiring.bucket(config) if delete and not dry_run else None
 
         def delete_item(item_id: str) -> int:
             assert bucket is not None
             return bucket.delete_prefix(item_prefix(config.s3_prefix, item_id))
+
+        deletion = (
+            Deletion(delete_item, db.removals, limit=limit, grace_s=config.delete_grace)
+            if delete
+            else None
+        )
 
         with wiring.jellyfin_client(config) as client:
             if library is not None:
@@ -105,7 +145,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                     parent,
                     item_types=types,
                     dry_run=dry_run,
-                    delete=delete_item if bucket is not None else None,
+                    deletion=deletion,
                     on_page=lambda done, total: bar.update(task, completed=done, total=total),
                 )
         if as_json:
@@ -115,6 +155,16 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
             details = sync_details(report)
             if details.row_count:
                 ctx.stdout.print(details)
+        if report.held_back is not None:
+            typer.echo(f"mirror sync: nothing removed: {report.held_back}", err=True)
+            if report.held_back != EMPTY_LISTING:
+                typer.echo(
+                    "check MIRROR_JELLYFIN_URL, the API key's user and the library's "
+                    "storage; if the items really left Jellyfin, run again with "
+                    "--max-delete N|P% or --force",
+                    err=True,
+                )
+            raise typer.Exit(1)
 
     @app.command()
     def verify(
@@ -191,9 +241,15 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                 body = bucket.get_bytes(key)
                 if body is None:
                     return f"{key}: deleted while importing"
-                return mirrored.restore(restored_job(decode_manifest(body), key))
+                job = restored_job(decode_manifest(body), key)
             except ManifestError as error:
                 return f"{key}: {error}"
+            except (TypeError, ValueError, KeyError) as error:  # a shape decode let through
+                return f"{key}: not a manifest: {type(error).__name__}"
+            try:
+                return mirrored.restore(job)
+            except DataError as error:  # e.g. a \u0000 in a string, which jsonb refuses
+                return f"{key}: Postgres refused its values: {str(error.orig).splitlines()[0]}"
 
         with (
             ThreadPoolExecutor(max_workers=8) as pool,
@@ -222,6 +278,7 @@ class _SyncJobs:
     """sync's view of Postgres: item histories, and enqueue for re-mirrors."""
 
     mirrored: MirroredItems
+    removals: Removals
     repo: JobRepository
     max_attempts: int
 
@@ -231,62 +288,29 @@ class _SyncJobs:
     def mirrored_item_ids(self) -> set[str]:
         return self.mirrored.mirrored_item_ids()
 
-    def mark_removed(self, item_id: str) -> int:
-        return self.mirrored.mark_removed(item_id)
+    def restore(self, item_ids: Sequence[str]) -> list[str]:
+        return self.removals.restore(item_ids)
 
     def requeue(self, item_ids: Sequence[str]) -> int:
         results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts)
         return sum(1 for result in results if result.created)
 
 
-_SYNC_ACTIONS = {
-    SyncClass.NEW: ("queued", "would be queued"),
-    SyncClass.CHANGED: ("queued for a re-mirror", "would be queued for a re-mirror"),
-    SyncClass.UNCHANGED: ("", ""),
-    SyncClass.FAILED: ("not queued: see `mirror jobs --status failed`", ""),
-    SyncClass.SKIPPED: ("not a media file (.strm, disc, folder): never queued", ""),
-    SyncClass.QUEUED: ("already queued or running", ""),
-}
-
-
-def sync_table(report: SyncReport, label: str) -> Table:
-    """One row per class: how many items and what sync did about them."""
-    title = f"mirror sync: {label}" + (" (dry run)" if report.dry_run else "")
-    table = Table(title=title, title_justify="left")
-    table.add_column("class")
-    table.add_column("items", justify="right")
-    table.add_column("action")
-    for kind in SyncClass:
-        count = len(report.items[kind])
-        if kind is SyncClass.REMOVED:
-            if report.dry_run:
-                action = "would be deleted" if report.delete else "reported (--delete deletes)"
-            elif report.delete:
-                action = f"deleted: {report.deleted_objects} object(s), status removed"
-            else:
-                action = "reported only (--delete deletes their objects)"
-        else:
-            done, dry = _SYNC_ACTIONS[kind]
-            action = (dry or done) if report.dry_run else done
-        table.add_row(kind.value, str(count), action if count else "")
-    return table
-
-
-def sync_details(report: SyncReport) -> Table:
-    """The items that need attention: new, changed (and how), removed, failed."""
-    table = Table(show_header=True)
-    for name in ("item", "name", "class", "detail"):
-        table.add_column(name)
-    shown = (
-        SyncClass.NEW, SyncClass.CHANGED, SyncClass.REMOVED, SyncClass.FAILED, SyncClass.SKIPPED
-    )  # fmt: skip
-    rows = [(kind, item) for kind in shown for item in sorted(report.items[kind])]
-    for kind, item in rows[:DETAIL_ROWS]:
-        detail = "; ".join(report.changes.get(item, [])) or report.skipped_kinds.get(item, "")
-        table.add_row(item, report.names.get(item, ""), kind.value, detail)
-    if len(rows) > DETAIL_ROWS:
-        table.caption = f"first {DETAIL_ROWS} of {len(rows)}; --json lists all"
-    return table
+def _delete_limit(
+    ctx: Context, *, delete: bool, max_delete: str | None, force: bool
+) -> DeleteLimit:
+    if (max_delete is not None or force) and not delete:
+        raise ctx.usage_error("--max-delete and --force only go with --delete")
+    if max_delete is not None and force:
+        raise ctx.usage_error("give --max-delete or --force, not both")
+    if force:
+        return NO_LIMIT
+    if max_delete is None:
+        return DEFAULT_LIMIT
+    try:
+        return parse_max_delete(max_delete)
+    except ValueError as error:
+        raise ctx.usage_error(f"--max-delete: {error}") from None
 
 
 def verify_table(report: VerifyReport) -> Table:

@@ -191,6 +191,12 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
         rows.append(("progress", " ".join(part for part in (phase, percent, counts) if part)))
     if record.finished_at:
         rows.append(("finished", record.finished_at.isoformat()))
+    if record.removed_at:
+        rows.append(("removed", f"{record.removed_at.isoformat()} (gone from Jellyfin)"))
+    if record.objects_deleted_at:
+        rows.append(("objects deleted", record.objects_deleted_at.isoformat()))
+    elif record.removed_at:
+        rows.append(("objects deleted", "not yet: after MIRROR_DELETE_GRACE, by sync --delete"))
     if record.source:
         rows.append(("source", _source_line(record.source)))
     if record.video_key:

@@ -11,6 +11,7 @@ from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import JOB_COLUMNS, notify_workers, record_of
 from mirror.db.job_reads import get_job
 from mirror.db.records import Enqueued, JobRecord, JobStateError
+from mirror.db.removals import restore_on
 from mirror.db.schema import JOBS as _JOBS
 from mirror.item import normalize_item_id
 
@@ -33,10 +34,13 @@ class JobIntake:
 
         `skip_mirrored` (library sweeps, webhook): items with a `done` job are skipped
         and not returned. Raises ValueError for a malformed id before inserting anything.
+        An item marked removed whose objects are still there is back: its jobs are done
+        again first (mirror.db.removals), so a sweep or ItemAdded keeps its mirror.
         """
         normalized = [normalize_item_id(raw) for raw in item_ids]
         results: list[Enqueued] = []
         with self.engine.begin() as conn:
+            restore_on(conn, normalized)
             for item_id in dict.fromkeys(normalized):
                 result = self._enqueue_one(conn, item_id, priority, max_attempts, skip_mirrored)
                 if result is not None:

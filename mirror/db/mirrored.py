@@ -29,6 +29,8 @@ class ItemHistory:
     latest_status: str
     done_source: dict[str, Any] | None  # `source` of the newest done job
     has_done: bool
+    # The newest job is `removed` and its objects are still there (within the grace).
+    pending_removal: bool = False
 
 
 class MirroredItems:
@@ -45,9 +47,13 @@ class MirroredItems:
             rows = conn.execute(
                 text(
                     f"""
-                    SELECT latest.item_id, latest.status, done.id AS done_id, done.source
+                    SELECT latest.item_id, latest.status, done.id AS done_id, done.source,
+                        latest.status = 'removed' AND latest.removed_at IS NOT NULL
+                            AND latest.objects_deleted_at IS NULL AS pending_removal
                     FROM (
-                        SELECT DISTINCT ON (item_id) item_id, status FROM {_JOBS}
+                        SELECT DISTINCT ON (item_id) item_id, status, removed_at,
+                            objects_deleted_at
+                        FROM {_JOBS}
                         WHERE item_id = ANY(:ids)
                         ORDER BY item_id, created_at DESC
                     ) AS latest
@@ -66,6 +72,7 @@ class MirroredItems:
                 latest_status=row.status,
                 done_source=row.source,
                 has_done=row.done_id is not None,
+                pending_removal=bool(row.pending_removal),
             )
             for row in rows
         }
@@ -86,11 +93,13 @@ class MirroredItems:
             return set(rows)
 
     def mark_removed(self, item_id: str) -> int:
-        """The item left Jellyfin and its objects are deleted: its done jobs say so."""
+        """The item left Jellyfin and its objects are deleted already: its done jobs say so
+        (no grace: mirror.db.removals marks first and deletes later)."""
         with self.engine.begin() as conn:
             return conn.execute(
                 text(
-                    f"UPDATE {_JOBS} SET status = 'removed', updated_at = now() "
+                    f"UPDATE {_JOBS} SET status = 'removed', updated_at = now(), "
+                    "removed_at = now(), objects_deleted_at = now() "
                     "WHERE item_id = :item_id AND status = 'done'"
                 ),
                 {"item_id": item_id},

@@ -82,6 +82,10 @@ class Job(Base):
     manifest_key: Mapped[str | None] = mapped_column(Text)
     hls_key: Mapped[str | None] = mapped_column(Text)
     subtitle_keys: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    # When the item was found gone from Jellyfin, and when its objects were deleted
+    # (after MIRROR_DELETE_GRACE); both null for an item Jellyfin has.
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    objects_deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
         CheckConstraint(
@@ -113,6 +117,12 @@ class Job(Base):
         Index("ix_jobs_created", "created_at", "id"),
         # The dashboard's recent failures.
         Index("ix_jobs_failed_finished", "finished_at", postgresql_where=text("status = 'failed'")),
+        # The purge's scan: marked items whose objects are still there.
+        Index(
+            "ix_jobs_removal_pending",
+            "removed_at",
+            postgresql_where=text("removed_at IS NOT NULL AND objects_deleted_at IS NULL"),
+        ),
     )
 
 
@@ -161,4 +171,14 @@ counters = Table(
     Column("name", Text, nullable=False),
     Column("label", Text, nullable=False, server_default=text("''")),
     Column("value", Numeric, nullable=False),
+)
+
+
+# Dashboard sessions logged out before their signed cookie expires (migration 0009);
+# mirror/db/sessions.py. Rows past `expires_at` are pruned by the next logout.
+ended_sessions = Table(
+    "ended_sessions",
+    Base.metadata,
+    Column("session_id", Text, primary_key=True),
+    Column("expires_at", DateTime(timezone=True), nullable=False, index=True),
 )

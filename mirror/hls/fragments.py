@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirror.errors import PermanentError
+from mirror.transcode.audio_config import AudioConfig, channels, decoder_config
 
 # No ftyp, moov or moof mirror writes comes near this; a larger one is not ours.
 _MAX_HEADER_BOX_BYTES = 16 * 1024 * 1024
@@ -47,6 +48,7 @@ class FragmentIndex:
     init: ByteRange
     fragments: tuple[Fragment, ...]
     codec: str | None  # RFC 6381 string for CODECS, e.g. avc1.64001f, mp4a.40.2
+    channels: int | None = None  # an audio track's channel count (HLS `CHANNELS`)
 
     @property
     def duration_s(self) -> float:
@@ -95,7 +97,9 @@ def aligned(index: FragmentIndex, boundaries: Sequence[float]) -> FragmentIndex:
                 )
             )
         start = end + 1
-    return FragmentIndex(init=index.init, fragments=tuple(segments), codec=index.codec)
+    return FragmentIndex(
+        init=index.init, fragments=tuple(segments), codec=index.codec, channels=index.channels
+    )
 
 
 def read_fragment_index(path: Path) -> FragmentIndex:
@@ -147,7 +151,9 @@ def index_from_boxes(boxes: Sequence[tuple[bytes, int, int, bytes]], name: str) 
     if not fragments:
         raise PermanentError(f"hls: {name} has no fragments (moof): not fragmented")
     init = ByteRange(ftyp_offset, moov_offset + len(moov) - ftyp_offset)
-    return FragmentIndex(init=init, fragments=tuple(fragments), codec=codec_string(moov))
+    return FragmentIndex(
+        init=init, fragments=tuple(fragments), codec=codec_string(moov), channels=channels(moov)
+    )
 
 
 def track_timing(moov: bytes) -> tuple[int, int]:
@@ -227,37 +233,12 @@ def codec_string(moov: bytes) -> str | None:
 
 def _mp4a_codec(payload: bytes) -> str | None:
     """`mp4a.<object type>.<audio object type>` from an ES descriptor (ISO 14496-1)."""
-    position = 0
-    object_type: int | None = None
-    while position < len(payload):
-        tag = payload[position]
-        position += 1
-        length = 0
-        for _ in range(4):  # "expandable" size: 7 bits a byte, high bit continues
-            byte = payload[position]
-            position += 1
-            length = (length << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        if tag == 0x03:  # ES_Descriptor: ES_ID, flags, then nested descriptors
-            flags = payload[position + 2]
-            position += 3
-            position += 2 if flags & 0x80 else 0
-            position += 1 + payload[position] if flags & 0x40 else 0
-            position += 2 if flags & 0x20 else 0
-        elif tag == 0x04:  # DecoderConfigDescriptor
-            object_type = payload[position]
-            position += 13
-        elif tag == 0x05 and object_type is not None:  # AudioSpecificConfig
-            audio_object_type = payload[position] >> 3
-            if audio_object_type == 31:
-                audio_object_type = 32 + (
-                    (payload[position] & 0x07) << 3 | payload[position + 1] >> 5
-                )
-            return f"mp4a.{object_type:02x}.{audio_object_type}"
-        else:
-            position += length
-    return f"mp4a.{object_type:02x}" if object_type is not None else None
+    object_type, config = decoder_config(payload)
+    if object_type is None:
+        return None
+    if not config:
+        return f"mp4a.{object_type:02x}"
+    return f"mp4a.{object_type:02x}.{AudioConfig.parse(config).audio_object_type}"
 
 
 def _box_header(data: bytes) -> tuple[int, bytes]:

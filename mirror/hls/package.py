@@ -23,6 +23,7 @@ from mirror.hls.playlists import (
     subtitle_playlist,
 )
 from mirror.hls.timestamp_map import first_presentation_s, with_timestamp_map
+from mirror.transcode.picture import VideoRange
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 
 MASTER_FILE_NAME = "master.m3u8"
@@ -51,9 +52,14 @@ def package_hls(
     *,
     width: int | None,
     height: int | None,
+    video_range: VideoRange = "SDR",
 ) -> HlsPackage:
     """Write `video.m3u8`, one playlist per audio track and subtitle, and the master; put
-    every subtitle on the video's clock (`X-TIMESTAMP-MAP`, mirror.hls.timestamp_map)."""
+    every subtitle on the video's clock (`X-TIMESTAMP-MAP`, mirror.hls.timestamp_map).
+
+    `width` x `height` is the size players show (RESOLUTION), `video_range` what the
+    video.mp4 is tagged (VIDEO-RANGE, written for PQ and HLG: only a copy stays HDR).
+    """
     root = plan.output_dir
     written: list[PlaylistFile] = []
     video_index = read_fragment_index(plan.video.path)
@@ -62,6 +68,8 @@ def package_hls(
         index=video_index,
         width=width,
         height=height,
+        frame_rate=plan.video.frame_rate,
+        video_range=video_range,
     )
     # Audio segments end where the video's do (to within half an audio fragment).
     video_ends = list(itertools.accumulate(f.duration_s for f in video_index.fragments))[:-1]
@@ -75,7 +83,9 @@ def package_hls(
                 name=_track_name(track),
                 language=track.language,
                 default=track.is_default,
-                channels=track.channels,
+                # Every rendition says how many channels it holds, read from the file
+                # (players pick by it and show it; stereo "2", 5.1 "6").
+                channels=index.channels or track.channels,
             )
         )
     duration = video_index.duration_s

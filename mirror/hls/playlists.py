@@ -70,6 +70,7 @@ class VideoRendition:
     width: int | None
     height: int | None
     frame_rate: float | None = None
+    video_range: str = "SDR"  # SDR, PQ or HLG (HLS VIDEO-RANGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +105,13 @@ def master_playlist(
     """
     lines = ["#EXTM3U", f"#EXT-X-VERSION:{VERSION}", "#EXT-X-INDEPENDENT-SEGMENTS"]
     has_default = any(track.default for track in audio)
+    audio_names = [_quoted(track.name) for track in audio]
     for position, track in enumerate(audio):
         default = track.default or (not has_default and position == 0)
         attributes = [
             "TYPE=AUDIO",
             f'GROUP-ID="{AUDIO_GROUP}"',
-            f'NAME="{_quoted(_unique_name(track.name, position, [a.name for a in audio]))}"',
+            f'NAME="{_unique_name(audio_names[position], position, audio_names)}"',
         ]
         if track.language:
             attributes.append(f'LANGUAGE="{_quoted(track.language)}"')
@@ -119,11 +121,12 @@ def master_playlist(
             attributes.append(f'CHANNELS="{track.channels}"')
         attributes.append(f'URI="{track.uri}"')
         lines.append("#EXT-X-MEDIA:" + ",".join(attributes))
+    subtitle_names = [_quoted(sub.name) for sub in subtitles]
     for position, sub in enumerate(subtitles):
         attributes = [
             "TYPE=SUBTITLES",
             f'GROUP-ID="{SUBTITLE_GROUP}"',
-            f'NAME="{_quoted(_unique_name(sub.name, position, [s.name for s in subtitles]))}"',
+            f'NAME="{_unique_name(subtitle_names[position], position, subtitle_names)}"',
         ]
         if sub.language:
             attributes.append(f'LANGUAGE="{_quoted(sub.language)}"')
@@ -144,6 +147,9 @@ def master_playlist(
         stream.append(f"RESOLUTION={video.width}x{video.height}")
     if video.frame_rate:
         stream.append(f"FRAME-RATE={video.frame_rate:.3f}")
+    if video.video_range != "SDR":
+        # SDR is what players assume without it; an HDR variant must say which HDR.
+        stream.append(f"VIDEO-RANGE={video.video_range}")
     if audio:
         stream.append(f'AUDIO="{AUDIO_GROUP}"')
     if subtitles:
@@ -159,5 +165,16 @@ def _unique_name(name: str, position: int, names: Sequence[str]) -> str:
 
 
 def _quoted(value: str) -> str:
-    """A quoted-string attribute may hold neither `"` nor line breaks (RFC 8216 4.2)."""
-    return value.replace('"', "'").replace("\n", " ").replace("\r", " ")
+    """A track title or language from the file's own tags, safe inside `NAME="..."`.
+
+    RFC 8216 4.2 forbids `"`, CR and LF in a quoted-string; a reader that splits lines on
+    more (Python's `splitlines()`: U+2028, U+0085, VT, FF, ...) or attributes on every
+    comma would take the rest of the title for a line or an attribute of its own. So
+    quotes become `'`, and commas, controls, format and separator characters become
+    spaces (runs collapsed): what is left is printable text on one line.
+    """
+    cleaned = "".join(_SAFE.get(char, char if char.isprintable() else " ") for char in value)
+    return " ".join(cleaned.split())
+
+
+_SAFE = {'"': "'", ",": " "}

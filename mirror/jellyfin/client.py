@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from mirror.errors import PermanentError, TransientError
-from mirror.item import MediaItem
+from mirror.item import MediaItem, ServedFile
 from mirror.jellyfin.download import ResumableDownload
 from mirror.jellyfin.failures import (
     MAX_REDIRECTS,
@@ -226,15 +226,21 @@ class JellyfinClient:
         on_progress: ProgressCallback,
         abort: AbortSignal,
         on_write: Callable[[int], None] | None = None,
-    ) -> int:
-        """Stream the original file to `dest`, resuming bytes already there; returns its size.
+        on_restart: Callable[[], None] | None = None,
+        listed: Mapping[str, object] | None = None,
+    ) -> ServedFile:
+        """Stream the original file to `dest`, resuming bytes already there that are of
+        the version Jellyfin serves now; returns its size and validators.
 
-        Keeps `dest` plus a `<name>.last-modified` sidecar on failure so a later try
-        (even from another process) resumes; the caller removes both when done.
-        `on_write` is told the file's size after every chunk written.
+        Keeps `dest` plus a `<name>.version.json` record on failure so a later try (even
+        from another process) resumes; the caller removes both when done. `listed` is
+        the item as its metadata lists it now (`MediaItem.source_json()`): a partial
+        recorded under other facts is not resumed. `on_write` is told the size of the
+        current bytes after every chunk written (and once a resume is confirmed),
+        `on_restart` when bytes it was told of are thrown away (it may raise).
         """
         item_id = require_item_id(item_id)
-        size = ResumableDownload(
+        served = ResumableDownload(
             self._download_http,
             item_id,
             dest,
@@ -245,13 +251,15 @@ class JellyfinClient:
             server_version=self.server_version,
             rate_limit=self.download_rate_limit,
             on_write=on_write,
+            on_restart=on_restart,
+            listed=listed,
         ).run()
         # 10.11.1-10.11.4 may have served a symlink's few bytes with a matching Size: a
         # range request tells (they answer it with 500 for such files only).
         version = self.server_version()
         if version is not None and has_symlink_bug(version) and self._range_fails(item_id):
             raise symlink_bug_error(item_id, version, "500 to a range request on its file")
-        return size
+        return served
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes:
         """One subtitle stream as WebVTT, by Jellyfin's `MediaStreams[].Index`.

@@ -2,10 +2,17 @@
 
 Reverse proxies in front of Jellyfin cut long downloads, and a worker may die halfway,
 so the bytes already on disk are kept: the next try asks for the rest with
-`Range: bytes=N-` and `If-Range: <Last-Modified>` (Jellyfin sends no ETag). The
-Last-Modified value lives in a sidecar file beside the partial so another process can
-resume it too. If the file changed on the server, Jellyfin ignores the range and sends
-it whole, and the download starts over.
+`Range: bytes=N-` and `If-Range: <Last-Modified>` (Jellyfin sends no ETag), the
+validator of those very bytes, recorded beside them (`mirror.jellyfin.partial`). Every
+resume is conditional, and checked: a partial the item's metadata no longer fits is
+dropped before the first request; a 200 (the file changed), or a 206 whose size,
+Last-Modified or ETag are not the recorded ones (ASP.NET honours a date If-Range for a
+replaced file with an older mtime) means the download starts over from byte 0.
+
+Bytes are vouched for to the reader in this process (`on_write`) only once the server
+confirmed they are current. A start-over after that ends the download, as the reader
+may have used the old bytes: SourceChanged (from `on_restart`) when the server has
+another version, a TransientError when the bytes merely cannot be resumed.
 """
 
 from __future__ import annotations
@@ -14,16 +21,16 @@ import contextlib
 import errno
 import logging
 import re
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
 from mirror.errors import InsufficientSpace, PermanentError, TransientError
+from mirror.item import ServedFile
 from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
     FailureBudget,
@@ -33,6 +40,8 @@ from mirror.jellyfin.failures import (
     give_up,
     raise_for_status,
 )
+from mirror.jellyfin.interrupter import Interrupter
+from mirror.jellyfin.partial import PartialRecord, discard, read_record, write_record
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.jellyfin.throttle import TokenBucket
 from mirror.progress import AbortSignal, Progress, ProgressCallback
@@ -48,57 +57,6 @@ REPORT_EVERY_S = 0.05
 # MIRROR_DOWNLOAD_RATE_LIMIT: the receive buffer of a paced download (see _receive_buffer).
 RECEIVE_BUFFER_SECONDS = 0.25
 RECEIVE_BUFFER_MIN = 64 * 1024
-
-
-def sidecar_path(dest: Path) -> Path:
-    """Where the Last-Modified of a partial download is kept (beside the partial)."""
-    return dest.with_name(dest.name + ".last-modified")
-
-
-class _Interrupter:
-    """Lets the abort signal break a blocked socket read in the job's thread at once.
-
-    Closing a socket from another thread does not wake a blocked recv() on Linux, but
-    shutdown() does. The socket is caught through httpcore's trace hook as soon as the
-    connection opens, so even a server that never sends headers can be interrupted.
-    """
-
-    def __init__(self, abort: AbortSignal, receive_buffer: int | None = None) -> None:
-        self._abort = abort
-        self._receive_buffer = receive_buffer
-        self._socket: socket.socket | None = None
-        self.response: httpx.Response | None = None
-
-    def trace(self, name: str, info: dict[str, Any]) -> None:
-        if not (name.startswith("connection.connect_") and name.endswith(".complete")):
-            return
-        stream = info.get("return_value")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if isinstance(sock, socket.socket):
-            self._socket = sock
-            if self._receive_buffer is not None:
-                # Best effort: a socket that refuses only keeps its bigger buffer.
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
-            if self._abort.is_set():
-                self.interrupt()
-
-    def interrupt(self) -> None:
-        sock = self._socket
-        if sock is not None:
-            # The plain-socket method: ssl.SSLSocket.shutdown would also drop the TLS
-            # state under the reading thread's feet. OSError: already closed, read over.
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        elif self.response is not None:
-            # A custom transport (tests) has no socket; closing the stream is enough.
-            # Best effort from a foreign thread: any failure means the stream is gone.
-            with contextlib.suppress(Exception):
-                self.response.close()
-
-    def clear(self) -> None:
-        self._socket = None
-        self.response = None
 
 
 class ResumableDownload:
@@ -117,21 +75,29 @@ class ResumableDownload:
         server_version: Callable[[], str | None] | None = None,
         rate_limit: float | None = None,
         on_write: Callable[[int], None] | None = None,
+        on_restart: Callable[[], None] | None = None,
+        listed: Mapping[str, object] | None = None,
     ) -> None:
         self._http = http
-        # Told the file's size after every chunk written (a reader in this process waits
-        # on it instead of polling the file).
+        # Told the size of the current bytes on disk after every chunk written (a reader
+        # in this process waits on it instead of polling the file), and when bytes it was
+        # told of are thrown away.
         self._on_write = on_write
+        self._on_restart = on_restart
+        # The item as its metadata lists it now: a partial recorded under other facts
+        # is of another version of the file.
+        self._listed = dict(listed or {})
+        self._record: PartialRecord | None = None
+        self._told_reader = False  # on_write was told of bytes: a reader may have them
         self._server_version = server_version
         self._item_id = item_id
         self._path = f"/Items/{item_id}/Download"
         self._dest = dest
-        self._sidecar = sidecar_path(dest)
         self._expected_size = expected_size
         self._on_progress = on_progress
         self._abort = abort
         self._policy = policy
-        self._link = _Interrupter(abort, _receive_buffer(rate_limit))
+        self._link = Interrupter(abort, _receive_buffer(rate_limit))
         self._wakeup = threading.Event()
         self._received = 0  # body bytes received in the current try
         self._read_timeout = http.timeout.read
@@ -139,8 +105,8 @@ class ResumableDownload:
         # Its sleep wakes on an abort (the loop then raises the reason).
         self._bucket = TokenBucket(rate_limit, sleep=abort.wait) if rate_limit is not None else None
 
-    def run(self) -> int:
-        """Download (or finish) the file; returns its size once verified."""
+    def run(self) -> ServedFile:
+        """Download (or finish) the file; its size (verified) and validators."""
         self._dest.parent.mkdir(parents=True, exist_ok=True)
         unregister = self._abort.on_abort(self._interrupt)
         budget = FailureBudget()
@@ -167,12 +133,12 @@ class ResumableDownload:
     def _sleep(self, seconds: float) -> None:
         self._wakeup.wait(seconds)  # an abort ends the back-off early
 
-    def _try_once(self) -> int:
+    def _try_once(self) -> ServedFile:
         offset, validator = self._resume_point()
         headers = {"Accept-Encoding": "identity"}  # byte offsets must be file offsets
-        if offset:
+        if offset and validator:  # never unconditional: _resume_point drops such bytes
             headers["Range"] = f"bytes={offset}-"
-            headers["If-Range"] = validator or ""
+            headers["If-Range"] = validator
             logger.info("resuming download of item %s at byte %d", self._item_id, offset)
         self._report(offset, self._expected_size, None)
         try:
@@ -197,36 +163,55 @@ class ResumableDownload:
             self._link.clear()
 
     def _resume_point(self) -> tuple[int, str | None]:
-        """Bytes already on disk that may be resumed, and their Last-Modified."""
+        """Bytes already on disk that may be resumed, and the If-Range that names them."""
         try:
             size = self._dest.stat().st_size
         except FileNotFoundError:
             return 0, None
-        try:
-            validator = self._sidecar.read_text(encoding="utf-8").strip() or None
-        except FileNotFoundError:
-            validator = None
-        too_big = self._expected_size is not None and size > self._expected_size
-        if size and (validator is None or too_big):
-            # Without the validator we cannot tell whether the bytes are still current.
-            self._discard_partial()
+        record = read_record(self._dest)
+        if record is None:
+            why: str | None = "no record says which version of the file they are"
+        elif self._expected_size is not None and size > self._expected_size:
+            why = f"they are more than the {self._expected_size} bytes the item has"
+        else:
+            why = record.stale_for(self._listed, self._expected_size)
+        if why is not None:
+            if size:
+                logger.info("not resuming the %d bytes of item %s: %s", size, self._item_id, why)
+            # Across attempts nobody read them yet; inside one, only a missing validator
+            # gets here (same listing, same size): no sign the file changed.
+            self._start_over(why, changed=False)
             return 0, None
-        return size, validator
+        self._record = record
+        return size, record.if_range if record is not None else None
 
-    def _discard_partial(self) -> None:
-        self._dest.unlink(missing_ok=True)
-        self._sidecar.unlink(missing_ok=True)
+    def _start_over(self, why: str, *, changed: bool) -> None:
+        """Throw the partial away, to download the file again from byte 0. Once a reader
+        was told of its bytes that ends the download, as nothing may mix them with
+        others: SourceChanged (`on_restart` raises it) when the server has another
+        version, a TransientError when the bytes merely cannot be resumed."""
+        discard(self._dest)
+        self._record = None
+        if not self._told_reader:
+            return
+        if changed and self._on_restart is not None:
+            self._on_restart()
+        raise TransientError(
+            f"the download of item {self._item_id} has to start over ({why}) after part of "
+            "it was read; the attempt starts over"
+        )
 
-    def _write_body(self, response: httpx.Response, offset: int) -> int:
+    def _write_body(self, response: httpx.Response, offset: int) -> ServedFile:
         if response.status_code == 206:
             start, total = self._check_content_range(response, offset)
+            self._vouch(offset)  # the server confirmed these bytes are current
             mode = "ab"
         else:
             if offset:
                 logger.info("item %s changed on the server; downloading it again", self._item_id)
+            self._start_over("Jellyfin sent the whole file", changed=bool(offset))
             start, total = 0, _content_length(response)
             mode = "wb"
-            self._remember_validator(response.headers.get("Last-Modified"))
         if total is not None and self._expected_size is not None and total != self._expected_size:
             self._blame_symlink_bug(
                 f"it sends {total} bytes but reported {self._expected_size} (MediaSources Size)"
@@ -235,6 +220,10 @@ class ResumableDownload:
                 f"Jellyfin serves {total} bytes for item {self._item_id} but reported "
                 f"{self._expected_size} (MediaSources Size): the library may need a rescan"
             )
+        if mode == "wb":
+            # Recorded before the first byte: no byte on disk is of an unknown version.
+            self._record = PartialRecord.of(response, total, self._listed)
+            write_record(self._dest, self._record)
         done = self._copy_body(response, start, total, mode)
         if total is not None and done != total:
             raise RetryableError(
@@ -290,6 +279,8 @@ class ResumableDownload:
                 raise InsufficientSpace(f"disk full while downloading to {self._dest}") from exc
             raise TransientError(f"cannot write the download to {self._dest}: {exc}") from exc
         finally:
+            if done > start and on_write is not None:
+                self._told_reader = True
             if done != reported:  # the last bytes (or those before a failure) are counted
                 elapsed = time.monotonic() - began
                 speed = round(self._received / elapsed) if elapsed > 0 else speed
@@ -304,50 +295,59 @@ class ResumableDownload:
         header = response.headers.get("Content-Range", "")
         match = _CONTENT_RANGE.fullmatch(header.strip())
         if match is None or int(match.group(1)) != offset:
-            self._discard_partial()
+            self._start_over(f"Content-Range {header[:80]!r}", changed=False)
             raise RetryableError(
                 f"Jellyfin answered a resume of item {self._item_id} at byte {offset} "
                 f"with Content-Range {header[:80]!r}; starting over"
             )
-        total = match.group(3)
-        return offset, None if total == "*" else int(total)
+        total = None if match.group(3) == "*" else int(match.group(3))
+        why = self._record.mismatch(response, total) if self._record is not None else None
+        if why is not None:
+            self._start_over(why, changed=True)
+            raise RetryableError(
+                f"the file of item {self._item_id} changed on the server ({why}); "
+                "downloading it again from byte 0"
+            )
+        return offset, total
 
-    def _finish_complete_partial(self, response: httpx.Response, offset: int) -> int:
+    def _vouch(self, size: int) -> None:
+        if self._on_write is not None:
+            self._on_write(size)
+            self._told_reader = self._told_reader or size > 0
+
+    def _finish_complete_partial(self, response: httpx.Response, offset: int) -> ServedFile:
         """416 to `bytes=N-` with a matching If-Range: fine if N is the whole file."""
         match = _UNSATISFIED_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
         total = int(match.group(1)) if match else None
-        if total != offset:
-            self._discard_partial()
+        # The whole file on disk, if it is of the version recorded (same size and date).
+        why = self._record.mismatch(response, total) if self._record is not None else None
+        if total != offset or why is not None:
+            self._start_over(why or f"416: the file has {total} bytes", changed=True)
             raise RetryableError(
                 f"Jellyfin cannot resume item {self._item_id} at byte {offset} "
                 f"(416, the file has {total} bytes); starting over"
             )
+        self._vouch(offset)
         self._report(offset, total, None)
         return self._verified(offset)
 
-    def _verified(self, size: int) -> int:
+    def _verified(self, size: int) -> ServedFile:
         expected = self._expected_size
         if expected is not None and size != expected:
             self._blame_symlink_bug(f"it sent {size} bytes but reported {expected}")
             if size > expected:
-                self._discard_partial()
+                discard(self._dest)  # the error below ends the download either way
             raise TransientError(
                 f"downloaded {size} bytes of item {self._item_id} but Jellyfin reported "
                 f"{expected} (MediaSources Size)"
             )
-        return size
+        return self._record.served(size) if self._record is not None else ServedFile(size)
 
     def _blame_symlink_bug(self, symptom: str) -> None:
         """Raise the permanent #15279 error if the server is a release with that bug."""
         version = self._server_version() if self._server_version is not None else None
         if version is not None and has_symlink_bug(version):
             raise symlink_bug_error(self._item_id, version, symptom)
-
-    def _remember_validator(self, last_modified: str | None) -> None:
-        if last_modified:
-            self._sidecar.write_text(last_modified.strip(), encoding="utf-8")
-        else:
-            self._sidecar.unlink(missing_ok=True)  # no validator: never resume these bytes
 
     def _report(self, done: int, total: int | None, speed_bps: int | None) -> None:
         self._on_progress(

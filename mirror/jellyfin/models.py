@@ -85,6 +85,12 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
+def _known(value: Any) -> str | None:
+    """An enum Jellyfin fills with `Unknown` when it has nothing to say: None then."""
+    text = _str(value)
+    return None if text == "Unknown" else text
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -124,6 +130,13 @@ def parse_media_stream(data: Mapping[str, Any]) -> MediaStream | None:
         pixel_format=_str(data.get("PixelFormat")),
         profile=_str(data.get("Profile")),
         bit_depth=_int(data.get("BitDepth")),
+        # Jellyfin always sends IsInterlaced (false when unknown): only true is a fact.
+        is_interlaced=True if data.get("IsInterlaced") is True else None,
+        color_primaries=_str(data.get("ColorPrimaries")),
+        color_transfer=_str(data.get("ColorTransfer")),
+        color_space=_str(data.get("ColorSpace")),
+        dv_profile=_int(data.get("DvProfile")),
+        video_range_type=_known(data.get("VideoRangeType")),
     )
 
 

@@ -4,7 +4,9 @@ It holds the Jellyfin stand-in's own `Catalog` (same `add_item` options: sidecar
 unprobed items, disc images, virtual items, other versions) and answers `get_item` with
 the very JSON the stand-in serves, parsed by the client's own parser, so an item looks
 the same to the pipeline whichever way it arrives. Downloads copy the item's local file,
-resuming what `dest` already holds, and can be cut, stalled, throttled or failed.
+resuming what `dest` already holds if the file is still the version those bytes came
+from (its size and mtime, remembered per `dest` like the client's record), and can be
+cut, stalled, throttled or failed.
 tests/integration/test_fake_conformance.py runs one scenario on this and on the stand-in
 through the real JellyfinClient.
 """
@@ -16,12 +18,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
 from mirror.demo.stand_in.catalog import Catalog
 from mirror.errors import PermanentError, TransientError
-from mirror.item import MediaItem, MediaStream, normalize_item_id
+from mirror.item import MediaItem, MediaStream, ServedFile, normalize_item_id
 from mirror.jellyfin.client import ITEM_FIELDS
 from mirror.jellyfin.models import parse_media_item
 from mirror.progress import AbortSignal, Progress, ProgressCallback
@@ -51,6 +54,7 @@ class InMemoryJellyfin:
         self._metadata_unstalled = threading.Event()
         self._metadata_unstalled.set()
         self.metadata_waiting = 0
+        self._versions: dict[Path, tuple[int, int]] = {}  # dest -> (size, mtime) of its bytes
 
     # -- the catalog (the stand-in's options) ---------------------------------------------
 
@@ -128,9 +132,11 @@ class InMemoryJellyfin:
         on_progress: ProgressCallback,
         abort: AbortSignal,
         on_write: Callable[[int], None] | None = None,
-    ) -> int:
-        """Copy the item's file to `dest` from the bytes already there, retrying a cut
-        body like the client does (resuming); returns the size."""
+        on_restart: Callable[[], None] | None = None,
+        listed: Mapping[str, object] | None = None,
+    ) -> ServedFile:
+        """Copy the item's file to `dest` from the bytes already there (if of the same
+        version), retrying a cut body like the client does (resuming)."""
         item_id = normalize_item_id(item_id)
         entry = self.catalog.item(item_id)
         if entry is None:
@@ -150,13 +156,15 @@ class InMemoryJellyfin:
         while True:
             abort.raise_if_set()
             try:
-                size = self._one_request(item_id, source, dest, on_progress, abort, on_write)
+                size = self._one_request(
+                    item_id, source, dest, on_progress, abort, on_write, on_restart
+                )
                 break
             except _Cut as cut:
                 failures += 1
                 if failures >= self.retry_attempts:
                     raise TransientError(str(cut)) from None
-        return size
+        return ServedFile(size, last_modified=formatdate(source.stat().st_mtime, usegmt=True))
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes:
         """WebVTT of one subtitle stream by Jellyfin's Index (sidecars first), via ffmpeg."""
@@ -188,17 +196,24 @@ class InMemoryJellyfin:
         on_progress: ProgressCallback,
         abort: AbortSignal,
         on_write: Callable[[int], None] | None,
+        on_restart: Callable[[], None] | None,
     ) -> int:
         with self._lock:
             self.download_requests.append(item_id)
             error = self._take_failure()
         if error is not None:
             raise error
-        total = source.stat().st_size
+        stat = source.stat()
+        total, version = stat.st_size, (stat.st_size, stat.st_mtime_ns)
         offset = dest.stat().st_size if dest.exists() else 0
-        if offset > total:
+        if offset and self._versions.get(dest) != version:  # another file: start over
             dest.unlink()
             offset = 0
+            if on_restart is not None:
+                on_restart()
+        self._versions[dest] = version
+        if offset and on_write is not None:
+            on_write(offset)  # the resumed bytes are current
         cut_at = self._take_cut(total - offset)
         sent = 0
         started = time.monotonic()

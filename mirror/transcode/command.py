@@ -43,10 +43,24 @@ _COMMON_OUTPUT_OPTIONS: dict[str, Any] = {
 # self-contained (default_base_moof). No global sidx: ffmpeg would write it at the end
 # by moving the whole file, and the file is uploaded while it is written (append-only);
 # the playlists come from a walk over the fragments instead. One playable file each.
+_FRAGMENTED_MOVFLAGS = "+frag_keyframe+empty_moov+default_base_moof"
 _FRAGMENTED_OUTPUT_OPTIONS: dict[str, Any] = {
     **_COMMON_OUTPUT_OPTIONS,
-    "movflags": "+frag_keyframe+empty_moov+default_base_moof",
+    "movflags": _FRAGMENTED_MOVFLAGS,
 }
+# Timing that needs no interpretation: MSE players (hls.js, Shaka, video.js) place fMP4
+# samples by tfdt + composition offset and ignore edit lists, so each file's first
+# presented sample must be at 0 by those alone. Video with B-frames: signed composition
+# offsets, so the first frame is presented at its decode time 0 (unsigned ones put it
+# at the reorder delay, 2 frames, while the audio starts at 0: lip sync off by ~80 ms).
+# Measured in Chromium's MSE, both append modes (tests/fidelity/test_mse_timing.py).
+# libavformat alone reads such fragments late by the largest negative offset (mov.c
+# adds it to every pts): ffmpeg-based players see the picture that much late.
+_VIDEO_MOVFLAGS = _FRAGMENTED_MOVFLAGS + "+negative_cts_offsets"
+# Audio: the encoder's priming (1024 samples) gets an edit list for the players that
+# honour one (delay_moov: the moov waits for the first fragment, which tells its length);
+# the others play it as 21 ms of silence, within one audio frame.
+_AUDIO_MOVFLAGS = _FRAGMENTED_MOVFLAGS + "+delay_moov"
 FRAGMENT_S = 4
 # Video is cut at the first keyframe once a fragment holds this much (keyframes every
 # 4 s when encoding give 4 s fragments; a copied stream's own GOP decides otherwise).
@@ -87,10 +101,14 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     if video.codec != "copy":
         # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
         options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
+        # The filters leave BT.709 (converted or tone-mapped) and tag the frames so.
+        if video.filters:
+            options["vf"] = ",".join(video.filters)
         if fragmented:
             options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
     if fragmented:
         options["min_frag_duration"] = _MIN_VIDEO_FRAGMENT_US
+        options["movflags"] = _VIDEO_MOVFLAGS
     return ffmpeg.output(source[video.specifier], file_argument(video.path), **options)
 
 
@@ -98,8 +116,11 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
     options: dict[str, Any] = {**_output_options(fragmented), "c:a": track.codec}
     if fragmented:
         options["frag_duration"] = _AUDIO_FRAGMENT_US
+        options["movflags"] = _AUDIO_MOVFLAGS
     if track.codec != "copy":
         options["b:a"] = track.bitrate
+    if chain := audio_filters(track):
+        options["af"] = chain
     if track.channels is not None:
         options["ac"] = track.channels  # fold 7.1 down to 5.1; never set to upmix
     # ffmpeg-python takes options as a dict, so one key cannot repeat: the language goes
@@ -110,6 +131,24 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
     if track.title:
         options["metadata:s:a"] = f"title={track.title}"
     return ffmpeg.output(source[track.specifier], file_argument(track.path), **options)
+
+
+def audio_filters(track: AudioOutput) -> str | None:
+    """The `-af` chain of a re-encoded track: it starts exactly where the video does, in a
+    layout AAC has a configuration for.
+
+    ffmpeg's clock puts the video's first frame at `video_start_s`; the track is moved so
+    that is 0, then `aresample` pads it with silence from 0 (a track that starts late in
+    the source) or trims what comes before (one that starts early), and fills gaps in
+    the source's timestamps the same way, so it never drifts from the picture.
+    """
+    if track.video_start_s is None:
+        return None
+    filters = [f"asetpts=PTS-{track.video_start_s:.6f}/TB"] if track.video_start_s else []
+    filters.append("aresample=async=1:first_pts=0")
+    if track.layout is not None:
+        filters.append(f"aformat=channel_layouts={track.layout}")
+    return ",".join(filters)
 
 
 def file_argument(path: Path) -> str:

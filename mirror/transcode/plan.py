@@ -4,8 +4,13 @@ The first real video stream of the file (never cover art) becomes `video.mp4`, e
 audio stream of the file becomes `audio/<index>-<lang>.m4a`, `<index>` being the
 stream's index in the file (see `streams`); sidecars, subtitles, cover art and data are
 skipped with a reason. Streams are copied when that gives a file every player plays:
-H.264 only when 8-bit 4:2:0 with a profile up to High, audio only when AAC. A copy turns
-an hour of encoding into a minute of remuxing; anything else is re-encoded.
+H.264 only when 8-bit 4:2:0 with a profile up to High, progressive and SDR, audio only
+when AAC that starts with the video. A copy turns an hour of encoding into a minute of
+remuxing; anything else is re-encoded, with the filters that make its picture look right
+(mirror.transcode.picture).
+
+Each output is a file of its own that players line up by its timestamps alone, so every
+audio output starts where the video does (see `AudioOutput.video_start_s`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
 from mirror.naming import (
     AUDIO_DIR,
@@ -22,6 +28,7 @@ from mirror.naming import (
     audio_file_name,
     subtitle_file_name,
 )
+from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
 
@@ -39,6 +46,16 @@ _PLAYABLE_PIXEL_FORMATS = frozenset({"yuv420p", "yuvj420p"})
 _PLAYABLE_H264_PROFILES = frozenset({"baseline", "constrained baseline", "main", "high"})
 # AAC in MP4 plays everywhere up to 5.1; more channels are folded down, never up.
 MAX_AUDIO_CHANNELS = 6
+# The layouts of AAC's channel configurations 1-6 (ISO 14496-3 table 1.19), as ffmpeg
+# names them. Browsers' decoders take only these: given another layout of the same count
+# (AC-3 and DTS decode to `5.1(side)`) ffmpeg's encoder writes configuration 0 with a
+# program config element instead, and MSE players refuse the track.
+AAC_LAYOUTS = {1: "mono", 2: "stereo", 3: "3.0", 4: "4.0", 5: "5.0", 6: "5.1"}
+# A copied track keeps its own first timestamp, and its file starts there: one that starts
+# further than this from the video plays that much early or late in every player, so it
+# is re-encoded (audio encoding is cheap) and padded with silence to start with the video.
+# Less than half an AAC frame; muxers round starts to the millisecond.
+MAX_COPY_START_GAP_S = 0.010
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +70,9 @@ class VideoOutput:
     source_codec: str | None
     preset: str | None  # x264 settings, None when copying
     crf: int | None
+    # The re-encode's `-vf` chain (mirror.transcode.picture); empty when copying.
+    filters: tuple[str, ...] = ()
+    frame_rate: float | None = None  # the source's, kept by copy and re-encode alike
 
     @property
     def expected_codec(self) -> str | None:
@@ -79,6 +99,11 @@ class AudioOutput:
     bitrate: str | None  # AAC bitrate, None when copying
     channels: int | None = None  # `-ac` when the source has more than AAC should carry
     is_default: bool = False  # Jellyfin's default track: the playlist's DEFAULT=YES
+    layout: str | None = None  # the AAC layout the encoder gets (AAC_LAYOUTS), if known
+    # Where the video's first frame is on ffmpeg's clock: a re-encoded track is padded
+    # with silence (or trimmed) to start exactly there, so a track that starts late in
+    # the source (or early) keeps its place against the picture. None: not re-encoded.
+    video_start_s: float | None = None
 
     @property
     def expected_codec(self) -> str | None:
@@ -173,8 +198,20 @@ def plan_transcode(
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
+    if video.codec != "copy" and dolby_vision_without_fallback(selection.video):
+        raise PermanentError(
+            f"item {item.id} ({item.name}) is Dolby Vision profile 5, which has no HDR10 or "
+            "SDR picture to fall back on: tone-mapping it needs libplacebo with a Vulkan "
+            "device, which mirror's ffmpeg has not (MIRROR_VIDEO_CODEC=copy keeps it as is)"
+        )
     audio = tuple(
-        _plan_audio(stream, work_dir, audio_codec, bitrate=audio_bitrate)
+        _plan_audio(
+            stream,
+            work_dir,
+            audio_codec,
+            bitrate=audio_bitrate,
+            video_start_s=selection.video.start_s or 0.0,
+        )
         for stream in selection.audio
     )
     duration_s = probe.duration_s if probe and probe.duration_s else item.duration_s
@@ -202,12 +239,16 @@ def count_frames(duration_s: float | None, frame_rate: float | None) -> int | No
 
 
 def plays_everywhere(stream: FileStream) -> bool:
-    """H.264 that every browser and TV decodes: 8-bit 4:2:0, profile up to High.
+    """H.264 that every browser and TV decodes and shows right: 8-bit 4:2:0, profile up
+    to High, progressive and SDR.
 
     Unknown facts do not block a copy (Jellyfin and the probe both give them for real
-    files); a known 10-bit, 4:2:2 / 4:4:4 or High 10+ stream is re-encoded.
+    files); a known 10-bit, 4:2:2 / 4:4:4 or High 10+ stream is re-encoded. So is
+    interlaced H.264 (1080i TV): browsers do not deinterlace, a copy would comb on every
+    frame of motion. And HDR-tagged H.264: players expect HDR in HLS as HEVC or Dolby
+    Vision (Apple's HLS authoring spec), not H.264, so it is tone-mapped to SDR.
     """
-    if not _is(stream.codec, _H264_NAMES):
+    if not _is(stream.codec, _H264_NAMES) or not shows_as_is(stream):
         return False
     if stream.pixel_format is not None and stream.pixel_format not in _PLAYABLE_PIXEL_FORMATS:
         return False
@@ -229,12 +270,19 @@ def _plan_video(
         source_codec=stream.codec,
         preset=None if copy else preset,
         crf=None if copy else crf,
+        filters=() if copy else video_filters(stream),
+        frame_rate=stream.frame_rate,
     )
 
 
-def _plan_audio(stream: FileStream, work_dir: Path, setting: str, *, bitrate: str) -> AudioOutput:
-    copy = setting == "copy" or (setting == "auto" and _is(stream.codec, _AAC_NAMES))
+def _plan_audio(
+    stream: FileStream, work_dir: Path, setting: str, *, bitrate: str, video_start_s: float
+) -> AudioOutput:
+    copy = setting == "copy" or (
+        setting == "auto" and _is(stream.codec, _AAC_NAMES) and _starts_with(stream, video_start_s)
+    )
     too_many = stream.channels is not None and stream.channels > MAX_AUDIO_CHANNELS
+    channels = min(stream.channels, MAX_AUDIO_CHANNELS) if stream.channels else None
     file_name = audio_file_name(stream.index, stream.language)
     relative_path = f"{AUDIO_DIR}/{file_name}"
     return AudioOutput(
@@ -249,7 +297,15 @@ def _plan_audio(stream: FileStream, work_dir: Path, setting: str, *, bitrate: st
         bitrate=None if copy else bitrate,
         channels=MAX_AUDIO_CHANNELS if too_many and not copy else None,
         is_default=stream.is_default,
+        layout=AAC_LAYOUTS.get(channels or 0) if not copy else None,
+        video_start_s=None if copy else video_start_s,
     )
+
+
+def _starts_with(stream: FileStream, video_start_s: float) -> bool:
+    """Whether `stream` starts with the video (an unknown start is taken to)."""
+    start = stream.start_s
+    return start is None or abs(start - video_start_s) <= MAX_COPY_START_GAP_S
 
 
 def _plan_subtitle(

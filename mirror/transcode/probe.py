@@ -17,6 +17,12 @@ from pathlib import Path
 
 from mirror.errors import PermanentError, TransientError
 from mirror.item import MediaStream
+from mirror.transcode.picture_listing import (
+    NO_PICTURE_FACTS,
+    Picture,
+    parse_picture,
+    parse_side_data_line,
+)
 
 # A probe that takes this long is a hung ffmpeg or a dead disk, not a slow header.
 PROBE_TIMEOUT_S = 120.0
@@ -44,6 +50,10 @@ class ProbedStream:
     attached_pic: bool = False
     pixel_format: str | None = None  # video only, e.g. yuv420p10le
     profile: str | None = None  # video only, e.g. High 10
+    # Its first timestamp, when ffmpeg prints one (`start 0.480000`: it does only when the
+    # stream starts elsewhere than the file); None: where the file starts.
+    start_s: float | None = None
+    picture: Picture = NO_PICTURE_FACTS  # video only: scan, colour, pixel shape, rotation
 
     @property
     def jellyfin_type(self) -> str:
@@ -75,6 +85,12 @@ class ProbedStream:
             pixel_format=self.pixel_format if video else None,
             profile=self.profile if video else None,
             bit_depth=self.bit_depth if video else None,
+            # As Jellyfin's IsInterlaced reads (mirror.jellyfin.models): only true says so.
+            is_interlaced=True if video and self.picture.interlaced else None,
+            color_primaries=self.picture.primaries if video else None,
+            color_transfer=self.picture.transfer if video else None,
+            color_space=self.picture.matrix if video else None,
+            dv_profile=self.picture.dovi_profile if video else None,
         )
 
 
@@ -84,6 +100,11 @@ class ProbedFile:
 
     streams: tuple[ProbedStream, ...]
     duration_s: float | None
+    start_s: float = 0.0  # the file's first timestamp: ffmpeg's clock starts there
+
+    def stream_start_s(self, stream: ProbedStream) -> float:
+        """Where `stream` starts on ffmpeg's clock (which subtracts the file's start)."""
+        return (self.start_s if stream.start_s is None else stream.start_s) - self.start_s
 
     def of_type(self, kind: str) -> tuple[ProbedStream, ...]:
         """Streams of one ffmpeg kind in file order (`Video` includes cover art, as `0:v`)."""
@@ -155,6 +176,8 @@ _STREAM = re.compile(
 )
 _TITLE = re.compile(r"^\s+title\s*: (?P<title>.*)$")
 _DURATION = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
+_FILE_START = re.compile(r"Duration: [^\n]*?, start: (-?\d+(?:\.\d+)?)")
+_STREAM_START = re.compile(r", start (-?\d+(?:\.\d+)?)")
 _SIZE = re.compile(r", (\d+)x(\d+)[ ,]")
 _FPS = re.compile(r", (\d+(?:\.\d+)?) fps")
 # `h264 (High 10) (avc1 / 0x31637661), yuv420p10le(tv, progressive), 1920x1080 ...`:
@@ -166,7 +189,12 @@ _LAYOUT_CHANNELS = {"mono": 1, "stereo": 2, "2.1": 3, "quad": 4, "5.0": 5, "5.1"
 
 def parse_probe(text: str) -> ProbedFile:
     """The first input's streams and duration from `ffmpeg -i` output."""
-    return ProbedFile(tuple(parse_stream_listing(text)), parse_duration(text))
+    start = _FILE_START.search(text)
+    return ProbedFile(
+        tuple(parse_stream_listing(text)),
+        parse_duration(text),
+        start_s=float(start[1]) if start else 0.0,
+    )
 
 
 def _input_sections(text: str) -> list[ProbedFile]:
@@ -203,17 +231,24 @@ def parse_stream_listing(text: str) -> list[ProbedStream]:
             in_stream = False
         elif in_stream and (title := _TITLE.match(line)):
             found[-1] = replace(found[-1], title=title["title"])
+        elif in_stream and found[-1].type == "Video":
+            # Side data (display matrix, Dolby Vision record) is listed under its stream.
+            picture = parse_side_data_line(line, found[-1].picture)
+            if picture is not found[-1].picture:
+                found[-1] = replace(found[-1], picture=picture)
     return found
 
 
 def _probed(match: re.Match[str]) -> ProbedStream:
     rest = match["rest"]
+    start = _STREAM_START.search(rest)
     stream = ProbedStream(
         index=int(match["index"]),
         type=match["type"],
         codec=match["codec"],
         language=match["lang"] if match["lang"] not in (None, "und") else None,
         is_default="(default)" in rest,
+        start_s=float(start[1]) if start else None,
     )
     if stream.type == "Video":
         size = _SIZE.search(rest)
@@ -230,6 +265,7 @@ def _probed(match: re.Match[str]) -> ProbedStream:
             attached_pic="(attached pic)" in rest,
             pixel_format=pixel_format["pix"] if pixel_format else None,
             profile=profile["profile"].strip() if profile else None,
+            picture=parse_picture(rest),
         )
     if stream.type == "Audio":
         return replace(stream, channels=_channels(rest))

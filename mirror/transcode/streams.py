@@ -17,12 +17,13 @@ nothing to mirror. Pure: plain data in, plain data out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
 from mirror.errors import PermanentError
 from mirror.item import MediaItem, MediaStream
+from mirror.transcode.picture_listing import NO_PICTURE_FACTS
 from mirror.transcode.probe import ProbedFile, ProbedStream
 
 # ffmpeg's stream specifier letter for each Jellyfin Type (cover art is video to ffmpeg).
@@ -60,6 +61,16 @@ class FileStream:
     bit_depth: int | None = None
     is_default: bool = False  # Jellyfin's IsDefault: the track a player starts with
     is_forced: bool = False
+    start_s: float | None = None  # its first timestamp on ffmpeg's clock (probe only)
+    # Picture facts (video), the probe's first: they decide deinterlacing, tone-mapping
+    # and scaling (mirror.transcode.picture). Jellyfin alone has VideoRangeType.
+    interlaced: bool | None = None
+    color_primaries: str | None = None
+    color_transfer: str | None = None
+    color_space: str | None = None
+    sar: tuple[int, int] | None = None  # the probe's; Jellyfin gives no pixel shape
+    dv_profile: int | None = None
+    video_range_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +131,7 @@ def select_streams(
         streams = _from_jellyfin(listed, len(item.external_streams))
     else:
         _check_counts(listed, probe.streams)
-        streams = _merged(listed, probe.streams)
+        streams = _merged(listed, probe)
     videos = [s for s in streams if s.type == "Video"]
     if not videos:
         only_art = any(s.type == "EmbeddedImage" for s in streams)
@@ -166,8 +177,9 @@ def _from_jellyfin(listed: Sequence[MediaStream], sidecars: int) -> list[FileStr
     return found
 
 
-def _merged(listed: Sequence[MediaStream], probed: Sequence[ProbedStream]) -> list[FileStream]:
+def _merged(listed: Sequence[MediaStream], probe: ProbedFile) -> list[FileStream]:
     """The probed streams in file order, each with the Jellyfin entry at its position."""
+    probed = probe.streams
     by_letter = {letter: _jellyfin_of_kind(listed, letter) for letter in "vasd"}
     counters: dict[str, int] = {}
     found = []
@@ -181,7 +193,12 @@ def _merged(listed: Sequence[MediaStream], probed: Sequence[ProbedStream]) -> li
         kind = stream.jellyfin_type
         if jellyfin is not None and jellyfin.type == "EmbeddedImage":
             kind = "EmbeddedImage"  # cover art either way: Jellyfin also judges by codec
-        found.append(_file_stream(stream.index, f"{letter}:{nth}", kind, jellyfin, stream))
+        found.append(
+            replace(
+                _file_stream(stream.index, f"{letter}:{nth}", kind, jellyfin, stream),
+                start_s=probe.stream_start_s(stream),
+            )
+        )
     return found
 
 
@@ -197,6 +214,11 @@ def _file_stream(
     def jellyfin_first(name: str) -> Any:
         value = getattr(jf, name)
         return value if value is not None or probed is None else getattr(probed, name)
+
+    picture = probed.picture if probed is not None else NO_PICTURE_FACTS
+
+    def picture_first(value: Any, name: str) -> Any:
+        return value if value is not None else getattr(jf, name)
 
     return FileStream(
         index=index,
@@ -214,6 +236,13 @@ def _file_stream(
         bit_depth=file_first("bit_depth"),
         is_default=bool(jellyfin_first("is_default")),
         is_forced=jf.is_forced,
+        interlaced=picture_first(picture.interlaced, "is_interlaced"),
+        color_primaries=picture_first(picture.primaries, "color_primaries"),
+        color_transfer=picture_first(picture.transfer, "color_transfer"),
+        color_space=picture_first(picture.matrix, "color_space"),
+        sar=picture.sar,
+        dv_profile=picture_first(picture.dovi_profile, "dv_profile"),
+        video_range_type=jf.video_range_type,
     )
 
 

@@ -4,8 +4,10 @@ ffmpeg exiting 0 says little about what it wrote: a wrong `-map` gives a `video.
 holding an audio track, an audio track that ends early gives a short `.m4a`. Each
 output is probed (`ffmpeg -i`, headers only, all outputs in one run) and must hold
 exactly one stream of the right kind and planned codec, and last as long as the source
-within max(1 s, 1 %). A mismatch is permanent (the same file gives the same outputs)
-and names the output and what is wrong. The facts read here go on the job row.
+within max(1 s, 1 %); AAC with more than two channels must name a standard channel
+configuration (browsers refuse the program config element ffmpeg writes otherwise).
+A mismatch is permanent (the same file gives the same outputs) and names the output
+and what is wrong. The facts read here go on the job row.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from mirror.errors import PermanentError
+from mirror.transcode.audio_config import audio_config, read_moov
+from mirror.transcode.picture import VideoRange, display_size, range_of_transfer
+from mirror.transcode.picture_listing import NO_PICTURE_FACTS, Picture
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.probe import ProbedFile, probe_own_outputs
 
@@ -30,6 +35,19 @@ class VerifiedOutput:
     duration_s: float | None
     width: int | None = None
     height: int | None = None
+    picture: Picture = NO_PICTURE_FACTS  # pixel shape, rotation and colour, as tagged
+
+    @property
+    def display_size(self) -> tuple[int | None, int | None]:
+        """What a player shows: a copy keeps its SAR and rotation (a re-encode has none)."""
+        if self.width is None or self.height is None:
+            return self.width, self.height
+        return display_size(self.width, self.height, self.picture.sar, self.picture.rotation)
+
+    @property
+    def video_range(self) -> VideoRange:
+        """SDR, or the HDR (PQ, HLG) a copied video is tagged with."""
+        return range_of_transfer(self.picture.transfer)
 
     def video_json(self, key: str) -> dict[str, Any]:
         """The job row's `video` facts (size and sha256 are added by the upload)."""
@@ -57,7 +75,26 @@ def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
         check_output(output, found, plan.duration_s)
         for output, found in zip(plan.outputs, probed, strict=True)
     )
+    for track, found in zip(plan.audio, probed[1:], strict=True):
+        check_aac_configuration(track, found.streams[0].channels)
     return VerifiedOutputs(video=video, audio=tuple(audio))
+
+
+def check_aac_configuration(track: AudioOutput, channels: int | None) -> None:
+    """An AAC track of more than two channels must carry a standard channel configuration
+    in its AudioSpecificConfig: with configuration 0 (the layout in a program config
+    element) hls.js, Shaka and video.js all stop on an audio SourceBuffer error."""
+    if channels is not None and channels <= 2:
+        return
+    try:
+        config = audio_config(read_moov(track.path))
+    except (OSError, PermanentError) as exc:
+        raise PermanentError(f"verify: {track.relative_path} has no readable moov ({exc})") from exc
+    if config is not None and config.channel_configuration == 0:
+        raise PermanentError(
+            f"verify: {track.relative_path} holds {channels or 'multi'}-channel AAC without a "
+            "standard channel configuration (0, a program config element): browsers refuse it"
+        )
 
 
 def check_subtitle(path: Path, relative_path: str) -> None:
@@ -105,13 +142,25 @@ def check_output(
                 f"verify: {name} lasts {duration:.2f}s, the source {source_duration_s:.2f}s "
                 f"(more than {allowed:.2f}s apart)"
             )
+    if isinstance(output, VideoOutput) and output.codec != "copy":
+        _check_bt709(name, stream.picture)
     return VerifiedOutput(
         relative_path=name,
         codec=stream.codec,
         duration_s=duration,
         width=stream.width,
         height=stream.height,
+        picture=stream.picture,
     )
+
+
+def _check_bt709(name: str, picture: Picture) -> None:
+    """A re-encode is SDR BT.709 (mirror.transcode.picture): other tags would make
+    players show it with the wrong colours (BT.2020/PQ left on it: washed out)."""
+    tags = (picture.matrix, picture.primaries, picture.transfer)
+    if any(tag not in (None, "bt709") for tag in tags):
+        shown = "/".join(tag or "unknown" for tag in tags)
+        raise PermanentError(f"verify: {name} is tagged {shown}, a re-encode must be bt709")
 
 
 def _codec(name: str) -> str:

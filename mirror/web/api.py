@@ -184,8 +184,7 @@ class DashboardApi:
         """`{"password": ...}` (JSON or a form): a session cookie and the CSRF token."""
         if not self.auth.enabled:
             return json_response({"error": "no login: MIRROR_UI_PASSWORD is not set"}, 403)
-        origin = request.headers.get("Origin")
-        if origin is not None and origin != request.host_url.rstrip("/"):
+        if not self.auth.same_origin(request):
             return json_response({"error": "cross-site login refused (CSRF)"}, 403)
         try:
             body = _body(request)
@@ -194,19 +193,29 @@ class DashboardApi:
         password = body.get("password")
         if not isinstance(password, str):
             return json_response({"error": "password is missing"}, 400)
-        cookie = self.auth.login(password)
-        if cookie is None:
+        result = self.auth.login(password, client=request.remote_addr or "?")
+        if result.retry_after_s is not None:
+            response = json_response(
+                {"error": f"too many wrong passwords: try again in {result.retry_after_s} s"},
+                429,
+            )
+            response.headers["Retry-After"] = str(result.retry_after_s)
+            return response
+        if result.cookie is None:
             return json_response({"error": "wrong password"}, 401)
-        response = json_response({"logged_in": True})
-        set_session_cookie(response, cookie, secure=request.scheme == "https")
-        session = self.auth.session(_with_cookie(request, cookie))
+        session = self.auth.session(_with_cookie(request, result.cookie))
         assert session is not None
-        response.set_data(redact(json.dumps({"logged_in": True, "csrf_token": session.csrf_token})))
+        response = json_response({"logged_in": True, "csrf_token": session.csrf_token})
+        set_session_cookie(response, result.cookie, secure=self.auth.secure(request))
         return response
 
     def logout(self, request: Request) -> Response:
+        """Ends the session on the server too: its cookie, copied or kept, is refused."""
+        if not self.auth.same_origin(request):
+            return json_response({"error": "cross-site logout refused (CSRF)"}, 403)
+        self.auth.end(request)
         response = json_response({"logged_in": False})
-        clear_session_cookie(response)
+        clear_session_cookie(response, secure=self.auth.secure(request))
         return response
 
     # -- reads --------------------------------------------------------------------------

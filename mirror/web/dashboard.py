@@ -11,7 +11,7 @@ from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
 from mirror.web.api import DashboardApi
-from mirror.web.auth import UiAuth
+from mirror.web.auth import EndedSessions, UiAuth
 from mirror.web.pages import DashboardPages
 
 if TYPE_CHECKING:
@@ -21,18 +21,28 @@ __all__ = ["DashboardApi", "dashboard_api", "dashboard_rules"]
 
 
 def dashboard_api(
-    settings: Settings, jobs: JobRepository, queries: DashboardQueries, attempts: AttemptLog
+    settings: Settings,
+    jobs: JobRepository,
+    queries: DashboardQueries,
+    attempts: AttemptLog,
+    ended: EndedSessions | None = None,
 ) -> DashboardApi:
     """The API with the login MIRROR_UI_PASSWORD asks for (none: read-only)."""
-    password = settings.ui_password.get_secret_value() if settings.ui_password else None
     return DashboardApi(
         jobs,
         queries,
         attempts,
-        UiAuth(password=password),
+        ui_auth(settings, ended),
         stale_timeout_s=settings.stale_timeout,
         max_attempts=settings.max_attempts,
     )
+
+
+def ui_auth(settings: Settings, ended: EndedSessions | None = None) -> UiAuth:
+    """The login of MIRROR_UI_PASSWORD, signed with MIRROR_SESSION_SECRET when set."""
+    password = settings.ui_password.get_secret_value() if settings.ui_password else None
+    secret = settings.session_secret.get_secret_value() if settings.session_secret else None
+    return UiAuth(password=password, ended=ended, secret=secret, public_url=settings.public_url)
 
 
 def dashboard_rules(api: DashboardApi) -> list[Rule]:

@@ -17,13 +17,15 @@ local copy of the npm package when `MIRROR_HLSJS_PATH` names one (offline sites,
 from __future__ import annotations
 
 import html
-import json
 import posixpath
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -39,6 +41,9 @@ HLSJS_VERSION = "1.6.15"
 HLSJS_CDN_URL = f"https://cdn.jsdelivr.net/npm/hls.js@{HLSJS_VERSION}/dist/hls.min.js"
 HLSJS_INTEGRITY = "sha384-iZBI1/lW9u8FcBjxuQ8nPTsU7TXhZNtzkV8H3gQHSTgz+VYQoKWqGlBHqhO84alJ"
 HLSJS_LOCAL_ROUTE = "/play-assets/hls.min.js"
+ASSETS_ROUTE = "/play-assets/<name>"
+# The page's own script and stylesheet: served files, so the CSP needs no inline code.
+ASSETS = {"player.js": "text/javascript", "player.css": "text/css"}
 # Long enough to watch a film with pauses; the page reloads playlists when it starts.
 PRESIGN_EXPIRY_S = 6 * 3600
 PLAYLIST_CONTENT_TYPE = "application/vnd.apple.mpegurl"
@@ -55,6 +60,7 @@ class PlayerAnswer:
     body: bytes
     content_type: str
     cache_control: str = "no-store"
+    csp: str | None = None  # the page's Content-Security-Policy
 
 
 class Player:
@@ -86,10 +92,22 @@ class Player:
         body = (
             template.replace("{{title}}", html.escape(posixpath.basename(str(name))))
             .replace("{{hlsjs}}", script)
-            # In a script: JSON (the id is 32 hex chars, nothing to escape for HTML).
-            .replace("{{master}}", json.dumps(f"/play/{job.item_id}/master.m3u8"))
+            # An attribute the page's script reads (the id is 32 hex chars).
+            .replace("{{master}}", html.escape(f"/play/{job.item_id}/master.m3u8"))
         )
-        return PlayerAnswer(200, body.encode(), "text/html; charset=utf-8")
+        return PlayerAnswer(200, body.encode(), "text/html; charset=utf-8", csp=self.csp)
+
+    @cached_property
+    def csp(self) -> str:
+        """Our script and stylesheet, hls.js (local or its pinned CDN file), and requests to
+        `mirror serve` (playlists) and the bucket's origin (the presigned media)."""
+        hlsjs = "" if self.hlsjs_path is not None else f" {HLSJS_CDN_URL}"
+        media = _origin(self._presign("x"))
+        return (
+            f"default-src 'none'; script-src 'self'{hlsjs}; style-src 'self'; "
+            f"connect-src 'self' {media}; media-src 'self' blob: {media}; worker-src blob:; "
+            "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+        )
 
     def playlist(self, raw_item_id: str, name: str) -> PlayerAnswer:
         """A playlist of the item with every media URI presigned; 404 for anything else."""
@@ -106,7 +124,7 @@ class Player:
             return _text(404, f"{key} is not in the bucket")
         except BotoCoreError as error:
             return _text(502, f"S3 did not answer: {error}")
-        rewritten = rewrite_playlist(text, posixpath.dirname(key), self._presign)
+        rewritten = rewrite_playlist(text, posixpath.dirname(key), self._presign, media_keys(job))
         return PlayerAnswer(200, rewritten.encode(), PLAYLIST_CONTENT_TYPE)
 
     def hlsjs(self) -> PlayerAnswer:
@@ -114,6 +132,13 @@ class Player:
             return _text(404, "hls.js comes from its CDN (MIRROR_HLSJS_PATH is not set)")
         body = self.hlsjs_path.read_bytes()
         return PlayerAnswer(200, body, "text/javascript", "public, max-age=86400")
+
+    def asset(self, name: str) -> PlayerAnswer:
+        """The page's own script or stylesheet."""
+        if name not in ASSETS:
+            return _text(404, "no such file")
+        body = resources.files("mirror.web").joinpath("templates", name).read_bytes()
+        return PlayerAnswer(200, body, ASSETS[name], "max-age=300")
 
     def _playable(self, raw_item_id: str) -> tuple[JobRecord | None, str]:
         try:
@@ -136,23 +161,59 @@ class Player:
         return url
 
 
-def rewrite_playlist(text: str, directory: str, presign: PresignFn) -> str:
-    """Media URIs (segments, EXT-X-MAP) become presigned URLs; playlist URIs stay relative,
-    so the player keeps asking `mirror serve` for them. Pure but for `presign`."""
+def media_keys(job: JobRecord) -> frozenset[str]:
+    """The objects the row lists under the item's own prefix: the only keys presigned."""
+    assert job.hls_key is not None
+    prefix = posixpath.dirname(job.hls_key) + "/"
+    listed = [job.video_key, *(entry.get("key") for entry in job.audio_keys or ())]
+    listed += [entry.get("key") for entry in job.subtitle_keys or ()]
+    return frozenset(k for k in listed if isinstance(k, str) and k.startswith(prefix))
 
-    def resolve(uri: str) -> str:
+
+def rewrite_playlist(
+    text: str, directory: str, presign: PresignFn, allowed: Collection[str]
+) -> str:
+    """Media URIs (segments, EXT-X-MAP) become presigned URLs; playlist URIs stay relative,
+    so the player keeps asking `mirror serve` for them. Pure but for `presign`.
+
+    Lines are split on LF only (RFC 8216; CR before it dropped): `str.splitlines()` also
+    splits on U+2028 and friends inside a quoted title, and the rest of the title became a
+    "URI" that got presigned. A URI whose key is not in `allowed` (the objects the job row
+    lists) is never presigned: its line is left out.
+    """
+
+    def resolve(uri: str) -> str | None:
         if uri.endswith(".m3u8") or "://" in uri:
             return uri
-        return presign(posixpath.normpath(posixpath.join(directory, uri)))
+        key = posixpath.normpath(posixpath.join(directory, uri))
+        return presign(key) if key in allowed else None
 
     lines = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
+        line = line.removesuffix("\r")
         if line.startswith("#EXT-X-MAP:"):
-            line = _URI_ATTRIBUTE.sub(lambda m: f'URI="{resolve(m[1])}"', line)
+            uris = [resolve(uri) for uri in _URI_ATTRIBUTE.findall(line)]
+            if None in uris:
+                continue
+            line = _URI_ATTRIBUTE.sub(_replace_each(uris), line)
         elif line and not line.startswith("#"):
-            line = resolve(line)
+            resolved = resolve(line)
+            if resolved is None:
+                continue
+            line = resolved
         lines.append(line)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _replace_each(uris: list[str | None]) -> Callable[[re.Match[str]], str]:
+    replacements = iter(uris)
+    return lambda match: f'URI="{next(replacements)}"'
+
+
+def _origin(url: str) -> str:
+    """`https://bucket.s3.example:9000` of a presigned URL: what the page may fetch from."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 class PresignFn(Protocol):

@@ -22,19 +22,20 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from mirror.db.engine import describe_database_error
-from mirror.db.mirrored import ItemHistory, MirroredItems
+from mirror.db.removals import Marked, Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
+from mirror.delete_guard import DEFAULT_LIMIT, DeleteLimit
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.jobs import DatabaseUnavailable
 from mirror.logs import get_logger
-from mirror.objects import item_prefix
 from mirror.redact import redact
-from mirror.s3.bucket import Bucket
 from mirror.web import metrics
 from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
-from mirror.web.player import HLSJS_LOCAL_ROUTE, Player, PlayerAnswer
+from mirror.web.play_routes import PlayRoutes
+from mirror.web.player import Player
+from mirror.web.proxies import behind_proxies
 from mirror.web.webhook_body import salvage_notification
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ ADDED = "ItemAdded"
 DELETED = "ItemDeleted"
 
 log = get_logger("mirror.web")
-_NEVER = ItemHistory(item_id="", latest_status="", done_source=None, has_done=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +64,9 @@ class WebhookPolicy:
         return item_type.casefold() in {t.casefold() for t in self.item_types}
 
 
-# Deletes every object of a removed item and marks its done jobs `removed`; returns how
-# many objects went, or None when the item was not mirrored.
-ItemRemover = Callable[[str], "int | None"]
+# Marks a removed item (its objects go after MIRROR_DELETE_GRACE, with `mirror sync
+# --delete`) unless that is more removals at once than the delete guard allows.
+ItemRemover = Callable[[str], Marked]
 
 
 class BadDelivery(ValueError):
@@ -84,8 +84,10 @@ class MirrorWeb:
         remover: ItemRemover | None = None,
         dashboard: DashboardApi | None = None,
         player: Player | None = None,
+        metrics_token: str | None = None,
     ) -> None:
         self.jobs = jobs
+        self.metrics_token = metrics_token
         self.player = player
         self.dashboard = dashboard
         self.stats = stats
@@ -94,7 +96,8 @@ class MirrorWeb:
         self.registry = metrics.build_registry(stats)
         self.deletions = Counter(
             "mirror_webhook_item_deleted",
-            "ItemDeleted deliveries by what was done: noted, removed, not mirrored.",
+            "ItemDeleted deliveries by what was done: noted, removed, cancelled, held back, "
+            "already removed, not mirrored.",
             ["action"],
             registry=self.registry,
         )
@@ -104,9 +107,7 @@ class MirrorWeb:
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
                 *(dashboard_rules(dashboard) if dashboard is not None else []),
-                Rule("/play/<item_id>", endpoint=self.play_page, methods=["GET"]),
-                Rule("/play/<item_id>/<path:name>", endpoint=self.play_playlist, methods=["GET"]),
-                Rule(HLSJS_LOCAL_ROUTE, endpoint=self.play_hlsjs, methods=["GET"]),
+                *PlayRoutes(player, dashboard.auth if dashboard else None).rules(),
             ]
         )
 
@@ -124,34 +125,17 @@ class MirrorWeb:
                     response.headers[name] = value
         return response(environ, start_response)
 
-    def play_page(self, request: Request, item_id: str) -> Response:
-        """The player page of an item (mirror/web/player.py)."""
-        if not self._may_play(request):
-            page = '<!doctype html><p>Log in on <a href="/">the dashboard</a> to play items.</p>'
-            return Response(page, status=401, content_type="text/html; charset=utf-8")
-        return self._played(lambda player: player.page(item_id))
-
-    def play_playlist(self, request: Request, item_id: str, name: str) -> Response:
-        """One of the item's playlists, media URIs presigned."""
-        if not self._may_play(request):
-            return _json({"error": "log in first: the playlists hand out presigned URLs"}, 401)
-        return self._played(lambda player: player.playlist(item_id, name))
-
-    def _may_play(self, request: Request) -> bool:
-        """With MIRROR_UI_PASSWORD set, presigned URLs go to logged-in browsers only."""
+    def _may_scrape(self, request: Request) -> bool:
+        if self.metrics_token is not None:
+            scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode(), self.metrics_token.encode()
+            ):
+                return True
         auth = self.dashboard.auth if self.dashboard is not None else None
-        return auth is None or not auth.enabled or auth.session(request) is not None
-
-    def play_hlsjs(self, request: Request) -> Response:
-        return self._played(lambda player: player.hlsjs())
-
-    def _played(self, answer: Callable[[Player], PlayerAnswer]) -> Response:
-        if self.player is None:
-            return _json({"error": "no bucket configured (MIRROR_S3_BUCKET)"}, 404)
-        result = answer(self.player)
-        response = Response(result.body, status=result.status, content_type=result.content_type)
-        response.headers["Cache-Control"] = result.cache_control
-        return response
+        if auth is not None and auth.enabled:
+            return auth.session(request) is not None
+        return self.metrics_token is None
 
     def healthz(self, request: Request) -> Response:
         """200 when Postgres answers and the job table exists, else 503 naming the problem."""
@@ -161,6 +145,11 @@ class MirrorWeb:
         return _json({"status": "ok", "database": "ok"}, 200)
 
     def metrics(self, request: Request) -> Response:
+        """Open without a UI password or token; else the token (Prometheus) or a login."""
+        if not self._may_scrape(request):
+            response = _json({"error": "log in, or send MIRROR_METRICS_TOKEN as a bearer"}, 401)
+            response.headers["WWW-Authenticate"] = 'Bearer realm="mirror metrics"'
+            return response
         body, content_type = metrics.render(self.registry, request.headers.get("Accept"))
         return Response(body, 200, content_type=content_type)
 
@@ -232,7 +221,8 @@ class MirrorWeb:
         return {"status": status, "item_id": item_id, "job_id": str(result.job.id)}
 
     def _item_deleted(self, notification: dict[str, Any]) -> dict[str, Any]:
-        """A removed item: only logged and counted unless MIRROR_DELETE_REMOVED is on.
+        """A removed item: only logged and counted unless MIRROR_DELETE_REMOVED is on,
+        and then only marked (see `item_remover`).
 
         Off by default because a delivery is a hint, and deleting on a hint is not
         undoable; `mirror sync --delete` checks with Jellyfin first.
@@ -248,12 +238,22 @@ class MirrorWeb:
                 "item_id": item_id,
                 "reason": "MIRROR_DELETE_REMOVED is off: objects kept (mirror sync --delete)",
             }
-        deleted = self.remover(item_id)
-        if deleted is None:
-            self.deletions.labels("not mirrored").inc()
-            return {"status": "not mirrored", "item_id": item_id}
-        self.deletions.labels("removed").inc()
-        return {"status": "removed", "item_id": item_id, "objects_deleted": deleted}
+        marked = self.remover(item_id)
+        self.deletions.labels(marked.outcome).inc()
+        verdict: dict[str, Any] = {"status": marked.outcome, "item_id": item_id}
+        if marked.outcome == "held back":
+            log.bind(item=item_id).warning(
+                "ItemDeleted held back: %s (a library emptied by an offline mount?); "
+                "`mirror sync --delete` checks with Jellyfin",
+                marked.reason,
+            )
+            verdict["reason"] = f"{marked.reason}: run `mirror sync --delete` to check"
+        elif marked.outcome in ("removed", "cancelled"):
+            verdict["reason"] = (
+                "marked removed: its objects are deleted by `mirror sync --delete` once it "
+                "has been gone for MIRROR_DELETE_GRACE"
+            )
+        return verdict
 
 
 def _read_notification(request: Request) -> dict[str, Any]:
@@ -341,24 +341,30 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
 
     policy = webhook_policy(settings)
     db = wiring.database(settings, check=False)  # /healthz reports it
-    remover = None
-    if policy.delete_removed:
-        bucket = wiring.bucket(settings, threads=threads)
-        remover = item_remover(bucket, db.mirrored, settings.s3_prefix)
+    remover = item_remover(db.removals) if policy.delete_removed else None
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
         player = Player(db.jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
-    dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts)
-    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player)
+    dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts, db.sessions)
+    token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
+    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token)
+    app = behind_proxies(web, settings.trusted_proxies)
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
         server = create_server(
-            web, host=host, port=port, threads=threads, max_request_body_size=4 * MAX_BODY_BYTES
+            app,
+            host=host,
+            port=port,
+            threads=threads,
+            max_request_body_size=4 * MAX_BODY_BYTES,
+            clear_untrusted_proxy_headers=False,  # mirror.web.proxies decides whom to trust
         )
     except OSError as error:  # port taken, unknown host name, no permission
         db.dispose()
         raise MirrorError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    if settings.ui_password and not settings.session_secret:
+        log.info("sessions end when this process stops (MIRROR_SESSION_SECRET is not set)")
     problem = db.stats.database_problem()
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
@@ -381,15 +387,14 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     log.info("stopped")
 
 
-def item_remover(bucket: Bucket, mirrored: MirroredItems, s3_prefix: str) -> ItemRemover:
-    """Objects first, then the rows: a failed delete leaves the job done, to try again."""
+def item_remover(removals: Removals, limit: DeleteLimit = DEFAULT_LIMIT) -> ItemRemover:
+    """Mark, never delete: a delivery is a hint, and a burst of them the symptom of a
+    library emptied by an offline mount; `mirror sync --delete` deletes after the grace,
+    once Jellyfin confirms the item is still gone. A queued or running job of the item
+    is cancelled (the worker stops at its next heartbeat, and never marks it done)."""
 
-    def remove(item_id: str) -> int | None:
-        if not mirrored.histories([item_id]).get(item_id, _NEVER).has_done:
-            return None
-        deleted = bucket.delete_prefix(item_prefix(s3_prefix, item_id))
-        mirrored.mark_removed(item_id)
-        return deleted
+    def remove(item_id: str) -> Marked:
+        return removals.mark_one_unless_too_many(item_id, limit.problem)
 
     return remove
 

@@ -151,6 +151,27 @@ def test_with_a_ui_password_only_a_logged_in_browser_gets_the_player_and_its_pla
         assert playlist.status_code == 200 and "Signature=" in playlist.text  # presigned
 
 
+# Recorded before the page's own scripts run (an init script is not subject to its CSP).
+CSP_RECORDER = """
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+    window.cspViolations.push(e.violatedDirective + " " + e.blockedURI);
+});
+"""
+
+
+def _until(page: Any, expression: str, timeout_s: float) -> Any:
+    """Poll `expression` in the page until it is truthy; its value. (Playwright's
+    wait_for_function evaluates a string, which the page's CSP forbids: no unsafe-eval.)"""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not (value := page.evaluate(expression)):
+        assert time.monotonic() < deadline, f"not true within {timeout_s} s: {expression}"
+        time.sleep(0.1)
+    return value
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
 @pytest.mark.parametrize("engine", ["hls.js", "native"])
 def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
@@ -166,10 +187,11 @@ def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 720})
             page.on("console", lambda message: messages.append(message.text))
+            page.add_init_script(CSP_RECORDER)
             # Without ?engine= the page picks hls.js in Chromium; native is forced to check it.
             query = "" if engine == "hls.js" else "?engine=native"
             page.goto(f"{serve_url}/play/{mirrored}{query}")
-            page.wait_for_function("window.mirrorPlayer.audio().length === 2", timeout=20_000)
+            _until(page, "window.mirrorPlayer.audio().length === 2", 20)
             audio: list[dict[str, Any]] = page.evaluate("window.mirrorPlayer.audio()")
             assert [(t["language"], t["name"]) for t in audio] == [
                 ("eng", "English Stereo"),
@@ -177,20 +199,21 @@ def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
             ]
             assert audio[0]["active"]
             page.evaluate("document.getElementById('video').play()")
-            page.wait_for_function(
-                "document.getElementById('video').currentTime > 3", timeout=30_000
-            )
+            _until(page, "document.getElementById('video').currentTime > 3", 30)
 
             page.evaluate("window.mirrorPlayer.setAudio(1)")
-            page.wait_for_function("window.mirrorPlayer.audio()[1].active", timeout=10_000)
+            _until(page, "window.mirrorPlayer.audio()[1].active", 10)
             after_switch = page.evaluate("document.getElementById('video').currentTime")
-            page.wait_for_function(
+            _until(
+                page,
                 f"document.getElementById('video').currentTime > {after_switch + 0.5}"
                 " || document.getElementById('video').ended",
-                timeout=15_000,
+                15,
             )
 
             assert page.evaluate("window.mirrorPlayer.engine") == engine
+            # The page's Content-Security-Policy let hls.js, the playlists and the bucket in.
+            assert page.evaluate("window.cspViolations") == []
             shot = tmp_path / f"player-{engine}.png"
             if engine == "native":
                 # Chromium's own HLS lists no SUBTITLES renditions (why the page picks
@@ -207,7 +230,8 @@ def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
                 "(() => { const v = document.getElementById('video');"
                 " v.currentTime = 1; return v.play(); })()"
             )
-            cue = page.wait_for_function(
+            cue = _until(
+                page,
                 """() => {
                     for (const track of document.getElementById('video').textTracks) {
                         if (track.mode === 'showing' && track.activeCues
@@ -215,8 +239,8 @@ def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
                     }
                     return null;
                 }""",
-                timeout=20_000,
-            ).json_value()
+                20,
+            )
             assert cue == "Hello from mirror"
             # The page's own menus list the tracks and follow the switches.
             assert page.locator("#audio option").count() == 2

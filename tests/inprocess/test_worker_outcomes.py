@@ -23,6 +23,7 @@ import pytest
 from mirror.attempt import Outcome
 from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams
 from mirror.errors import TransientError
+from mirror.item import ServedFile
 from mirror.jobs import DatabaseUnavailable, Fence
 from mirror.objects import FileDigest, Upload
 from mirror.progress import AbortSignal, ProgressCallback
@@ -61,7 +62,7 @@ class Journal:
                 journal.calls.append("get_item")
                 return media.get_item(item_id)
 
-            def download(self, item_id: str, dest: Path, **kwargs: Any) -> int:
+            def download(self, item_id: str, dest: Path, **kwargs: Any) -> ServedFile:
                 journal.calls.append("download")
                 return media.download(item_id, dest, **kwargs)
 
@@ -541,10 +542,10 @@ def test_an_attempt_that_ignores_the_abort_is_released_by_the_worker(
     never, entered = threading.Event(), threading.Event()
     media = inproc.fake_media
 
-    def stuck(*args: Any, **kwargs: Any) -> int:
+    def stuck(*args: Any, **kwargs: Any) -> ServedFile:
         entered.set()
         never.wait(30)  # deaf to the abort signal
-        return 0
+        return ServedFile(0)
 
     media.download = stuck  # type: ignore[method-assign]
     inproc.shutdown_grace, inproc.abort_wait = 0.2, 0.5

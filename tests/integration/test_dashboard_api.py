@@ -12,6 +12,7 @@ from werkzeug.test import Client
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
+from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.redact import forget_secrets, register_secrets
 from mirror.web.api import DashboardApi
@@ -23,32 +24,30 @@ SECRET = "webhook-secret-value-1234"
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 
-def make_client(engine: Engine, password: str | None, sleeps: list[float]) -> Client:
+def make_client(
+    engine: Engine,
+    password: str | None,
+    secret: str | None = None,
+    metrics_token: str | None = None,
+) -> Client:
     repo = JobRepository(engine)
+    auth = UiAuth(password=password, ended=EndedSessionStore(engine), secret=secret)
     api = DashboardApi(
-        repo,
-        DashboardQueries(engine),
-        AttemptLog(engine),
-        UiAuth(password=password, sleep=sleeps.append),
-        stale_timeout_s=60.0,
+        repo, DashboardQueries(engine), AttemptLog(engine), auth, stale_timeout_s=60.0
     )
-    web = MirrorWeb(repo, QueueStats(engine), WebhookPolicy(SECRET, ("Movie",)), None, api)
+    policy = WebhookPolicy(SECRET, ("Movie",))
+    web = MirrorWeb(repo, QueueStats(engine), policy, None, api, metrics_token=metrics_token)
     return Client(web)
 
 
 @pytest.fixture
-def sleeps() -> list[float]:
-    return []
+def locked(engine: Engine) -> Client:
+    return make_client(engine, PASSWORD)
 
 
 @pytest.fixture
-def locked(engine: Engine, sleeps: list[float]) -> Client:
-    return make_client(engine, PASSWORD, sleeps)
-
-
-@pytest.fixture
-def read_only(engine: Engine, sleeps: list[float]) -> Client:
-    return make_client(engine, None, sleeps)
+def read_only(engine: Engine) -> Client:
+    return make_client(engine, None)
 
 
 def log_in(client: Client) -> str:
@@ -86,12 +85,66 @@ def test_with_a_password_everything_needs_a_login(locked: Client, repo: JobRepos
     assert repo.get(job.id).status == "new"
 
 
-def test_wrong_password_is_refused_after_a_delay(locked: Client, sleeps: list[float]) -> None:
-    response = locked.post("/api/login", json={"password": "guess"})
-    assert response.status_code == 401
-    assert sleeps == [1.0]
-    assert "Set-Cookie" not in response.headers
+def test_wrong_passwords_past_five_are_answered_429_with_retry_after(locked: Client) -> None:
+    """Issue 20: no thread sleeps on a failure; a guessing client is refused at once."""
+    for _ in range(5):
+        response = locked.post("/api/login", json={"password": "guess"})
+        assert response.status_code == 401
+        assert "Set-Cookie" not in response.headers
+    throttled = locked.post("/api/login", json={"password": PASSWORD})  # even the right one
+    assert throttled.status_code == 429
+    assert 1 <= int(throttled.headers["Retry-After"]) <= 60
+    assert "Set-Cookie" not in throttled.headers
     assert locked.post("/api/login", json={}).status_code == 400
+
+
+def test_logout_ends_the_session_for_a_copy_of_its_cookie(locked: Client) -> None:
+    """Issue 20: the cookie stayed valid for 12 h after a logout."""
+    token = log_in(locked)
+    cookie = locked.get_cookie("mirror_session")
+    assert cookie is not None
+    kept = Client(locked.application)
+    kept.set_cookie("mirror_session", cookie.value)
+    assert kept.get("/api/jobs").status_code == 200
+    assert locked.post("/api/logout", headers={"X-CSRF-Token": token}).status_code == 200
+    assert kept.get("/api/jobs").status_code == 401
+    assert kept.get("/api/session").json["logged_in"] is False  # type: ignore[index]
+    log_in(locked)  # a new login still works
+    assert locked.get("/api/jobs").status_code == 200
+
+
+def test_sessions_outlive_a_restart_only_when_signed_with_the_configured_secret(
+    engine: Engine,
+) -> None:
+    """A new process (a new app) accepts the old cookie only with MIRROR_SESSION_SECRET."""
+    for secret, survives in ((None, False), ("a-session-secret-of-32-characters", True)):
+        before = make_client(engine, PASSWORD, secret=secret)
+        log_in(before)
+        cookie = before.get_cookie("mirror_session")
+        assert cookie is not None
+        after = make_client(engine, PASSWORD, secret=secret)
+        after.set_cookie("mirror_session", cookie.value)
+        assert (after.get("/api/jobs").status_code == 200) is survives, secret
+    changed = make_client(engine, "another password entirely", secret=secret)
+    assert cookie is not None
+    changed.set_cookie("mirror_session", cookie.value)
+    assert changed.get("/api/jobs").status_code == 401
+
+
+def test_metrics_need_the_login_or_the_bearer_token_when_one_is_set(engine: Engine) -> None:
+    assert make_client(engine, None).get("/metrics").status_code == 200  # nothing set: open
+    locked = make_client(engine, PASSWORD)
+    assert locked.get("/metrics").status_code == 401
+    log_in(locked)
+    assert locked.get("/metrics").status_code == 200
+    scraped = make_client(engine, PASSWORD, metrics_token="prometheus-token-1234")
+    refused = scraped.get("/metrics", headers={"Authorization": "Bearer wrong"})
+    assert refused.status_code == 401 and "Bearer" in refused.headers["WWW-Authenticate"]
+    bearer = {"Authorization": "Bearer prometheus-token-1234"}
+    assert scraped.get("/metrics", headers=bearer).status_code == 200
+    token_only = make_client(engine, None, metrics_token="prometheus-token-1234")
+    assert token_only.get("/metrics").status_code == 401
+    assert token_only.get("/metrics", headers=bearer).status_code == 200
 
 
 def test_login_sets_a_strict_httponly_cookie_and_actions_need_the_csrf_token(
@@ -190,7 +243,7 @@ def test_enqueue_pages_search_and_the_job_page(
 def test_no_secret_in_any_page_or_answer(engine: Engine, repo: JobRepository) -> None:
     register_secrets([PASSWORD, SECRET])
     try:
-        client = make_client(engine, PASSWORD, [])
+        client = make_client(engine, PASSWORD)
         ok = {"X-CSRF-Token": log_in(client)}
         job = repo.enqueue([ITEM])[0].job
         lease = repo.claim_next("w:1:0")

@@ -368,14 +368,14 @@ def check_media_server(subject: MediaSubject, sample: SampleMedia, tmp_path: Pat
     seen, on_progress = _progress()
     size = subject.media.download(
         item, dest, expected_size=layout.sample.size, on_progress=on_progress, abort=AbortSignal()
-    )
+    ).size
     assert size == layout.sample.size
     assert dest.read_bytes() == layout.sample.path.read_bytes()
     assert subject.download_requests() == 3
     done = [p.bytes_done for p in seen]
     assert done[-1] == size and all(p.phase == "download" for p in seen)
 
-    # a partial file is resumed, not fetched again
+    # a partial file of the version served is resumed, not fetched again
     dest.write_bytes(layout.sample.path.read_bytes()[:1000])
     subject.media.download(
         item, dest, expected_size=size, on_progress=on_progress, abort=AbortSignal()

@@ -77,7 +77,7 @@ def test_a_transport_without_a_socket_falls_back_to_iter_raw(tmp_path: Path) -> 
         )
         elapsed = time.monotonic() - began
 
-    assert got == size and dest.read_bytes() == data
+    assert got.size == size and dest.read_bytes() == data
     # 2000 chunks, but reports come on a clock: the first, one per REPORT_EVERY_S, the last.
     assert len(progress.reports) <= 3 + elapsed / REPORT_EVERY_S
     assert len(progress.reports) < pieces / 10

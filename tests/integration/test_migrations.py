@@ -43,6 +43,7 @@ def test_upgrade_from_empty_then_models_and_migrations_agree(empty_database_url:
         "worker_id", "lease_token", "taken_at", "heartbeat_at", "heartbeat_data", "video_key",
         "audio_keys", "error", "created_at", "updated_at", "finished_at",
         "video", "skipped_streams", "source", "manifest_key", "hls_key", "subtitle_keys",
+        "removed_at", "objects_deleted_at",
     }  # fmt: skip
     assert set(columns) == expected
     assert {"ix_jobs_one_active_per_item", "ix_jobs_claim", "ix_jobs_stale"} <= indexes
@@ -83,8 +84,9 @@ def test_removed_status_is_allowed_and_downgrade_turns_it_into_cancelled(
         with engine.begin() as conn:
             conn.execute(
                 text(
-                    "INSERT INTO media_mirror.jobs (item_id, status, manifest_key) "
-                    "VALUES (:item, 'removed', 'p/x/manifest.json')"
+                    "INSERT INTO media_mirror.jobs (item_id, status, manifest_key, "
+                    "removed_at, objects_deleted_at) "
+                    "VALUES (:item, 'removed', 'p/x/manifest.json', now(), now())"
                 ),
                 {"item": "a" * 32},
             )
@@ -96,5 +98,41 @@ def test_removed_status_is_allowed_and_downgrade_turns_it_into_cancelled(
             status = conn.execute(text("SELECT status FROM media_mirror.jobs")).scalar()
         assert status == "cancelled"
         migrations.upgrade(engine)
+        with engine.connect() as conn:
+            marks = conn.execute(
+                text("SELECT removed_at, objects_deleted_at FROM media_mirror.job_status")
+            ).one()
+        assert marks == (None, None)  # cancelled, not removed: nothing to mark
+    finally:
+        engine.dispose()
+
+
+def test_0008_dates_the_removals_made_before_it_as_deleted(database_url: str) -> None:
+    """Before 0008 a removed item's objects went at once: both marks are its updated_at."""
+    from alembic import command
+
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            config = migrations.alembic_config(engine)
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0007")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO media_mirror.jobs (item_id, status, updated_at) VALUES "
+                    "(:removed, 'removed', '2026-01-02T03:04:05Z'), (:done, 'done', now())"
+                ),
+                {"removed": "a" * 32, "done": "b" * 32},
+            )
+        migrations.upgrade(engine)
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT item_id, removed_at = updated_at AND objects_deleted_at = updated_at"
+                    " FROM media_mirror.job_status ORDER BY item_id"
+                )
+            ).all()
+        assert [tuple(row) for row in rows] == [("a" * 32, True), ("b" * 32, None)]
     finally:
         engine.dispose()

@@ -17,11 +17,11 @@ from waitress.server import create_server
 
 from mirror.db.attempt_log import AttemptLog, AttemptStats
 from mirror.db.engine import make_engine
-from mirror.db.mirrored import MirroredItems
+from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
+from mirror.delete_guard import NO_LIMIT
 from mirror.jobs import Mirrored
-from mirror.s3.bucket import Bucket
 from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
 from tests.fixtures.s3 import S3Target
 
@@ -362,7 +362,7 @@ def test_item_deleted_is_only_noted_and_counted_by_default(
     serve_app: Any, engine: Engine, s3: S3Target
 ) -> None:
     repo = JobRepository(engine)
-    remover = item_remover(Bucket(s3.client, s3.bucket), MirroredItems(engine), "mirror")
+    remover = item_remover(Removals(engine))
     client = serve_app(engine, remover=remover)  # delete_removed is off
     keys = _mirrored(repo, s3)
     response = _hook(Served(client, repo), _deleted())
@@ -373,17 +373,19 @@ def test_item_deleted_is_only_noted_and_counted_by_default(
     assert 'mirror_webhook_item_deleted_total{action="noted"} 1.0' in client.get("/metrics").text
 
 
-def test_item_deleted_with_delete_removed_deletes_objects_and_marks_removed(
+def test_item_deleted_with_delete_removed_marks_removed_and_keeps_the_objects(
     serve_app: Any, engine: Engine, s3: S3Target
 ) -> None:
     repo = JobRepository(engine)
-    remover = item_remover(Bucket(s3.client, s3.bucket), MirroredItems(engine), "mirror")
+    # One mirrored item is 100 % of the mirror: over the default limit (see
+    # test_webhook_item_deleted.py); no limit here.
+    remover = item_remover(Removals(engine), NO_LIMIT)
     client = serve_app(engine, remover=remover, delete_removed=True)
-    _mirrored(repo, s3)
-    s3.client.put_object(Bucket=s3.bucket, Key="mirror/other/video.mp4", Body=b"y")
+    keys = _mirrored(repo, s3)
     response = _hook(Served(client, repo), _deleted())
-    assert response.json() == {"status": "removed", "item_id": MOVIE, "objects_deleted": 2}
-    assert _keys(s3) == ["mirror/other/video.mp4"]
+    assert response.json()["status"] == "removed"
+    assert "MIRROR_DELETE_GRACE" in response.json()["reason"]
+    assert sorted(_keys(s3)) == sorted(keys)  # deleted by `mirror sync --delete`, later
     assert [job.status for job in repo.list()] == ["removed"]
     again = _hook(Served(client, repo), _deleted())
-    assert again.json() == {"status": "not mirrored", "item_id": MOVIE}
+    assert again.json() == {"status": "already removed", "item_id": MOVIE}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import JobCancelled
+from mirror.errors import JobCancelled, SourceChanged
 from mirror.growing_file import REPORTED_WAIT_S, GrowingFile
 from mirror.progress import AbortSignal
 
@@ -59,3 +59,39 @@ def test_an_abort_wakes_a_reader_waiting_for_a_reporting_writer(tmp_path: Path) 
         growing.wait_for(1000)
     assert time.monotonic() - began < REPORTED_WAIT_S
     timer.join()
+
+
+def test_bytes_on_disk_count_only_once_the_writer_vouched_for_them(tmp_path: Path) -> None:
+    """A partial file kept from an earlier attempt is on disk before the download knows
+    whether it is still current: readers must not see it until the writer says so."""
+    path = tmp_path / "source.mkv"
+    path.write_bytes(b"old" * 1000)
+    growing = GrowingFile(path, AbortSignal(), writer_reports=True)
+    assert growing.size() == 0
+    growing.wrote(1500)  # the server confirmed the first 1500 bytes
+    with growing.open() as reader:
+        assert reader.read_some(65536) == (b"old" * 1000)[:1500]
+
+
+def test_a_start_over_before_any_byte_was_vouched_for_is_no_change(tmp_path: Path) -> None:
+    path = tmp_path / "source.mkv"
+    path.write_bytes(b"stale partial")
+    growing = GrowingFile(path, AbortSignal(), writer_reports=True)
+    growing.start_over()  # nobody could have read the stale bytes
+    growing.require_unchanged()
+
+
+def test_a_start_over_after_bytes_were_read_fails_writer_and_readers(tmp_path: Path) -> None:
+    """Whatever was made from the old bytes mixes two files: both sides learn of it."""
+    path = tmp_path / "source.mkv"
+    path.write_bytes(b"a" * 1000)
+    growing = GrowingFile(path, AbortSignal(), writer_reports=True)
+    growing.wrote(1000)
+    with growing.open() as reader:
+        assert reader.read(1000) == b"a" * 1000
+        with pytest.raises(SourceChanged, match="changed on the server"):
+            growing.start_over()
+        path.write_bytes(b"b" * 3000)  # the new version, from byte 0
+        growing.wrote(3000)
+        with pytest.raises(SourceChanged):
+            reader.read(1000)

@@ -173,6 +173,27 @@ def test_without_a_jellyfin_default_the_first_audio_track_is_default() -> None:
     assert "RESOLUTION" not in text and "SUBTITLES" not in text
 
 
+@pytest.mark.parametrize(
+    "separator", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\r\n", "\x00"]
+)
+def test_a_title_from_the_files_tags_stays_one_attribute_on_one_line(separator: str) -> None:
+    """Issue 20: a title with a line separator made `private/payroll.csv` a line of its own."""
+    video = VideoRendition("video.m3u8", _index(4.0), None, None)
+    title = f'Commentary{separator}private/payroll.csv", URI="x'
+    audio = [AudioRendition("audio/1-eng.m3u8", _index(4.0), title, f"en{separator}g", True)]
+    subs = [SubtitleRendition("subtitles/2-eng.vtt.m3u8", title, "eng")]
+    text = master_playlist(video, audio, subs)
+    for split in (text.splitlines(), text.split("\n")[:-1]):
+        assert len(split) == 7  # header x3, two EXT-X-MEDIA, EXT-X-STREAM-INF + its URI
+        assert [line for line in split if not line.startswith("#")] == ["video.m3u8"]
+    media = [line for line in text.split("\n") if line.startswith("#EXT-X-MEDIA:")]
+    for line in media:
+        assert line.isprintable()
+        assert "NAME=\"Commentary private/payroll.csv' URI='x\"" in line
+        assert line.count('"') == line.count('="') * 2  # every quote opens or closes a value
+    assert 'LANGUAGE="en g"' in media[0]
+
+
 def test_each_playlist_sits_beside_its_object() -> None:
     assert playlist_path("video.mp4") == "video.m3u8"
     assert playlist_path("audio/1-eng.m4a") == "audio/1-eng.m3u8"

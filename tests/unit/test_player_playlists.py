@@ -24,8 +24,11 @@ def presign(key: str) -> str:
     return f"https://bucket.example/{key}?X-Amz-Signature=abc"
 
 
+LISTED = frozenset({"mirror/abc/audio/1-eng.m4a", "mirror/abc/video.mp4"})
+
+
 def test_media_uris_and_the_init_map_become_presigned_urls_of_their_objects() -> None:
-    text = rewrite_playlist(MEDIA, "mirror/abc/audio", presign)
+    text = rewrite_playlist(MEDIA, "mirror/abc/audio", presign, LISTED)
     url = "https://bucket.example/mirror/abc/audio/1-eng.m4a?X-Amz-Signature=abc"
     assert f'#EXT-X-MAP:URI="{url}",BYTERANGE="738@0"' in text
     assert url in text.splitlines()
@@ -33,4 +36,28 @@ def test_media_uris_and_the_init_map_become_presigned_urls_of_their_objects() ->
 
 
 def test_playlist_uris_stay_relative_so_the_player_keeps_asking_mirror_serve() -> None:
-    assert rewrite_playlist(MASTER, "mirror/abc", presign) == MASTER
+    assert rewrite_playlist(MASTER, "mirror/abc", presign, LISTED) == MASTER
+
+
+def test_a_line_separator_inside_a_title_does_not_start_a_line() -> None:
+    """Issue 20: U+2028 in a NAME made the rest of the title a URI that got presigned."""
+    for separator in ("\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"):
+        master = MASTER.replace('NAME="English"', f'NAME="English{separator}../../payroll.csv"')
+        text = rewrite_playlist(master, "mirror/abc", presign, LISTED)
+        assert "X-Amz-Signature" not in text
+        assert text == master
+
+
+def test_only_keys_the_row_lists_are_presigned() -> None:
+    hostile = MEDIA.replace("1-eng.m4a\n", "../../private/payroll.csv\n").replace(
+        'URI="1-eng.m4a"', 'URI="../other/video.mp4"'
+    )
+    text = rewrite_playlist(hostile, "mirror/abc/audio", presign, LISTED)
+    assert "X-Amz-Signature" not in text
+    assert "payroll" not in text and "other" not in text
+    assert "#EXT-X-BYTERANGE:49800@814" in text
+
+
+def test_crlf_playlists_are_read_line_by_line() -> None:
+    text = rewrite_playlist(MEDIA.replace("\n", "\r\n"), "mirror/abc/audio", presign, LISTED)
+    assert text.count("X-Amz-Signature") == 2 and "\r" not in text

@@ -25,6 +25,11 @@ def test_removed_earlier_and_back_in_the_library_is_new() -> None:
     assert classify({"path": "/m/a.mkv"}, history("removed"))[0] is SyncClass.NEW
 
 
+def test_marked_removed_and_back_before_its_objects_went_is_restored() -> None:
+    marked = ItemHistory(ITEM, "removed", None, False, pending_removal=True)
+    assert classify({"path": "/m/a.mkv"}, marked) == (SyncClass.RESTORED, [])
+
+
 @pytest.mark.parametrize(
     ("status", "expected"),
     [

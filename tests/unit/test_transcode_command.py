@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from mirror.item import MediaItem, MediaStream
@@ -161,6 +162,41 @@ def test_audio_with_more_than_six_channels_is_folded_to_six_and_never_upmixed() 
 
     assert option(outputs["audio/1-eng.m4a"], "-ac") == "6"
     assert "-ac" not in outputs["audio/2-fre.m4a"]
+    # Either way the encoder gets a layout AAC has a configuration for (5.1: config 6).
+    assert option(outputs["audio/1-eng.m4a"], "-af").endswith(",aformat=channel_layouts=5.1")
+    assert option(outputs["audio/2-fre.m4a"], "-af").endswith(",aformat=channel_layouts=stereo")
+
+
+def test_side_surround_is_given_the_layout_aac_names_5_1() -> None:
+    """AC-3 and DTS decode to `5.1(side)`; without a layout ffmpeg's AAC encoder writes
+    channel configuration 0 + a program config element, which browsers refuse."""
+    ac3 = MediaStream(index=1, type="Audio", codec="ac3", channels=6, language="eng")
+    plan = make_plan(H264, ac3, output_format="hls")
+
+    audio = output_args(build_command(plan, FFMPEG), plan)["audio/1-eng.m4a"]
+
+    assert option(audio, "-af") == "aresample=async=1:first_pts=0,aformat=channel_layouts=5.1"
+    assert "-ac" not in audio
+
+
+def test_a_reencoded_track_is_padded_to_start_where_the_video_starts() -> None:
+    plan = make_plan(H264, MP3_FRA)
+    track = replace(plan.audio[0], video_start_s=0.5)
+
+    audio = output_args(build_command(replace(plan, audio=(track,)), FFMPEG), plan)
+
+    # The video's first frame becomes 0 on the track's clock; silence fills up to it.
+    assert option(audio["audio/2-fre.m4a"], "-af") == (
+        "asetpts=PTS-0.500000/TB,aresample=async=1:first_pts=0"
+    )
+
+
+def test_a_copied_track_gets_no_filters() -> None:
+    plan = make_plan(H264, AAC_ENG)
+
+    audio = output_args(build_command(plan, FFMPEG), plan)["audio/1-eng.m4a"]
+
+    assert "-af" not in audio and option(audio, "-c:a") == "copy"
 
 
 def test_hls_outputs_are_fragmented_on_keyframes_with_a_segment_index() -> None:
@@ -168,9 +204,12 @@ def test_hls_outputs_are_fragmented_on_keyframes_with_a_segment_index() -> None:
 
     outputs = output_args(build_command(plan, FFMPEG), plan)
 
-    for args in outputs.values():
-        assert option(args, "-movflags") == ("+frag_keyframe+empty_moov+default_base_moof")
+    fragmented = "+frag_keyframe+empty_moov+default_base_moof"
     video = outputs["video.mp4"]
+    # Signed composition offsets: a B-frame stream's first frame is presented at 0.
+    assert option(video, "-movflags") == fragmented + "+negative_cts_offsets"
+    # The AAC priming gets an edit list, written once the first fragment is known.
+    assert option(outputs["audio/1-eng.m4a"], "-movflags") == fragmented + "+delay_moov"
     # Keyframes every 4 s when encoding, so fragments of about 4 s start on them.
     assert option(video, "-force_key_frames") == "expr:gte(t,n_forced*4)"
     assert option(video, "-min_frag_duration") == "3500000"

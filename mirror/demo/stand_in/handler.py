@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -78,6 +78,16 @@ class DownloadSpan:
 
 
 @dataclass
+class Cut:
+    """Drop a download body after `n_bytes`, for `times` bodies; `then` runs at the cut,
+    before the connection drops (e.g. a test replaces the file there)."""
+
+    n_bytes: int
+    times: int
+    then: Callable[[], None] | None = None
+
+
+@dataclass
 class FailRule:
     status: int
     times: int
@@ -96,7 +106,7 @@ class Faults:
         self.stalled = False
         self.metadata_stalled = False  # GET /Items answers nothing until un-stalled
         self.metadata_waiting = 0  # requests held by that stall right now
-        self.cuts: list[list[int]] = []  # [n_bytes, times left]
+        self.cuts: list[Cut] = []
         self.failures: list[FailRule] = []
 
     def take_failure(self, path: str) -> FailRule | None:
@@ -109,16 +119,16 @@ class Faults:
                     return rule
         return None
 
-    def take_cut(self, body_length: int) -> int | None:
-        """Bytes after which to drop this response, if a cut applies to a body this long."""
+    def take_cut(self, body_length: int) -> Cut | None:
+        """The cut that applies to a body this long, if any."""
         with self.lock:
-            if not self.cuts or self.cuts[0][0] >= body_length:
+            if not self.cuts or self.cuts[0].n_bytes >= body_length:
                 return None
             cut = self.cuts[0]
-            cut[1] -= 1
-            if cut[1] <= 0:
+            cut.times -= 1
+            if cut.times <= 0:
                 self.cuts.pop(0)
-            return cut[0]
+            return cut
 
 
 @dataclass
@@ -401,7 +411,7 @@ class JellyfinHandler(BaseHTTPRequestHandler):
     def _send_file(self, file: Any, offset: int, length: int) -> int:
         """sendfile() in slices, so throttles, cuts and stalls apply between them; bytes sent."""
         faults = self.state.faults
-        cut_at = faults.take_cut(length)
+        cut = faults.take_cut(length)
         sent = 0
         while sent < length:
             if not self._wait_while_stalled():
@@ -411,9 +421,11 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             size = min(length - sent, _CHUNK)
             if rate:
                 size = min(size, max(1, rate // 20))
-            if cut_at is not None:
-                size = min(size, cut_at - sent)
+            if cut is not None:
+                size = min(size, cut.n_bytes - sent)
                 if size <= 0:
+                    if cut.then is not None:
+                        cut.then()
                     self._hang_up()
                     return sent
             # Counted before sending: a client holding the bytes always sees them counted.

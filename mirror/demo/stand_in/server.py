@@ -17,13 +17,14 @@ import json
 import secrets
 import signal
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from mirror.demo.stand_in.catalog import Catalog, Sidecar
 from mirror.demo.stand_in.handler import (
+    Cut,
     DownloadSpan,
     FailRule,
     RequestRecord,
@@ -171,13 +172,17 @@ class JellyfinStandIn:
         with self._state.faults.lock:
             self._state.faults.send_buffer = n_bytes or None
 
-    def cut_after(self, n_bytes: int, times: int = 1) -> None:
+    def cut_after(
+        self, n_bytes: int, times: int = 1, *, then: Callable[[], None] | None = None
+    ) -> None:
         """Drop the connection after `n_bytes` of a download body, for `times` downloads.
 
         Only bodies longer than `n_bytes` are cut (and use up one of the `times`).
+        `then` runs at each cut, before the connection drops: a file replaced there is
+        what every later request finds.
         """
         with self._state.faults.lock:
-            self._state.faults.cuts.append([n_bytes, times])
+            self._state.faults.cuts.append(Cut(n_bytes, times, then))
 
     def fail_next(
         self,
