@@ -92,7 +92,7 @@ def package_hls(
     video_start_s = first_presentation_s(plan.video.path, video_index)
     subtitle_renditions = []
     for sub in plan.subtitles:
-        _map_to_video(sub.path, video_start_s)
+        _map_to_video(sub.path, video_start_s, plan.video.start_s)
         uri = playlist_path(sub.relative_path)
         body = subtitle_playlist(PurePosixPath(sub.relative_path).name, duration)
         written.append(_write(root, uri, body))
@@ -118,10 +118,13 @@ def _write_media(
     return relative
 
 
-def _map_to_video(vtt: Path, video_start_s: float) -> None:
+def _map_to_video(vtt: Path, media_start_s: float, clock_start_s: float) -> None:
+    """The cue at `clock_start_s` (ffmpeg's clock) goes with the video's first frame,
+    presented at `media_start_s` in video.mp4."""
     # surrogateescape: bytes that are not UTF-8 go back out as they came in.
     text = vtt.read_bytes().decode("utf-8", errors="surrogateescape")
-    vtt.write_bytes(with_timestamp_map(text, video_start_s).encode("utf-8", "surrogateescape"))
+    mapped = with_timestamp_map(text, media_start_s, local_s=clock_start_s)
+    vtt.write_bytes(mapped.encode("utf-8", "surrogateescape"))
 
 
 def _write(root: Path, relative: str, body: str) -> PlaylistFile:

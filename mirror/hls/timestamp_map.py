@@ -3,12 +3,14 @@
 A WebVTT cue time counts from the start of the programme, but HLS players place the
 media by the timestamps inside its segments, and the video need not start at 0 there
 (composition offsets of B-frames, audio that starts before the video, a copied stream's
-own start). RFC 8216 3.5: the header `X-TIMESTAMP-MAP=MPEGTS:<t>,LOCAL:00:00:00.000`
-says which media timestamp (in 90 kHz) the cue time 0 is; without it hls.js shows cues
-early by the video's start, and Shaka Player shifts them by minus the video's first
-timestamp, out of sight when that is larger than the cue time. The map is the video's
-first presentation time, read from its first fragment (tfdt + composition offsets), so
-it is right whatever the muxer made the first timestamp.
+own start). RFC 8216 3.5: the header `X-TIMESTAMP-MAP=MPEGTS:<t>,LOCAL:<cue time>` says
+which media timestamp (in 90 kHz) goes with which cue time; without it hls.js and
+video.js show cues early by the video's start, and Shaka Player shifts them by minus
+the video's first timestamp, out of sight when that is larger than the cue time.
+MPEGTS is the video's first presentation time, read from its first fragment (tfdt +
+composition offsets), so it is right whatever the muxer made the first timestamp; LOCAL
+is where that frame is on the cues' clock (ffmpeg's: a video that starts after the
+audio starts there, while video.mp4 starts at 0).
 """
 
 from __future__ import annotations

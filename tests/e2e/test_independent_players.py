@@ -11,6 +11,7 @@ time the cue covers, at the same instant of the picture as in the source.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,19 +238,21 @@ def test_mirrored_item_plays_lists_audio_and_shows_the_cue_on_time(
 
 
 def _wait(page: Any, condition: str, timeout_s: float, log: list[str]) -> Any:
-    """Poll `condition` in the page; on timeout fail with what the page and player said."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    try:
-        return page.wait_for_function(condition, timeout=timeout_s * 1000).json_value()
-    except PlaywrightTimeout:
-        state = page.evaluate(
-            f"({{status: document.getElementById('status').textContent,"
-            f" time: {VIDEO}.currentTime, errors: window.mirrorPlayer.errors || null,"
-            f" audio: window.mirrorPlayer.audio(), subtitles: window.mirrorPlayer.subtitles(),"
-            f" tracks: {TEXT_TRACKS}}})"
-        )
-        pytest.fail(f"no {condition!r} within {timeout_s} s: {state}; console: {log[-15:]}")
+    """Poll `condition` in the page until it is truthy (its value); on timeout fail with
+    what the page and player said. page.evaluate, not wait_for_function: that one
+    evaluates a string, which the player page's CSP forbids (no unsafe-eval)."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := page.evaluate(condition)):
+        if time.monotonic() > deadline:
+            state = page.evaluate(
+                f"({{status: document.getElementById('status').textContent,"
+                f" time: {VIDEO}.currentTime, errors: window.mirrorPlayer.errors || null,"
+                f" audio: window.mirrorPlayer.audio(),"
+                f" subtitles: window.mirrorPlayer.subtitles(), tracks: {TEXT_TRACKS}}})"
+            )
+            pytest.fail(f"no {condition!r} within {timeout_s} s: {state}; console: {log[-15:]}")
+        time.sleep(0.1)
+    return value
 
 
 def _check_playback(page: Any, player: str, source: Source, shot: Path, log: list[str]) -> None:

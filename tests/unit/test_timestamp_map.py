@@ -15,6 +15,9 @@ from mirror.hls.timestamp_map import (
     first_presentation_ticks,
     with_timestamp_map,
 )
+from mirror.item import MediaItem
+from mirror.transcode.plan import plan_transcode
+from mirror.transcode.probe import parse_probe
 
 
 def _box(kind: bytes, payload: bytes) -> bytes:
@@ -120,3 +123,26 @@ def test_local_is_where_the_video_starts_on_the_cues_clock() -> None:
     assert with_timestamp_map("WEBVTT\n", 0.0, local_s=3723.5) == (
         "WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:01:02:03.500\n"
     )
+
+
+def test_the_plan_says_where_the_video_starts_on_ffmpegs_clock_for_local() -> None:
+    # An MPEG-TS whose clock starts at 1.4 s, its video 0.5 s after its audio.
+    probe = parse_probe(
+        "Input #0, mpegts, from 'x.ts':\n"
+        "  Duration: 00:00:10.00, start: 1.400000, bitrate: 1000 kb/s\n"
+        "  Stream #0:0[0x100]: Video: h264 (High), yuv420p(tv, progressive), 1920x1080, "
+        "25 fps, 25 tbr, 90k tbn, start 1.900000\n"
+        "  Stream #0:1[0x101](eng): Audio: aac (LC), 48000 Hz, stereo, fltp\n"
+    )
+    item = MediaItem(
+        id="a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21",
+        name="Sample",
+        type="Movie",
+        container="ts",
+        size=1000,
+        duration_s=10.0,
+        streams=tuple(s.to_media_stream() for s in probe.streams),
+    )
+    work = Path("/work/item")
+    plan = plan_transcode(item, work, work / "source.ts", probe=probe, output_format="hls")
+    assert plan.video.start_s == pytest.approx(0.5)
