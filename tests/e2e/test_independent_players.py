@@ -2,10 +2,12 @@
 
 hls.js (mirror's own player page), Shaka Player and video.js (a small harness page in
 tests/e2e/players, served on `mirror serve`'s origin through Playwright's routing so the
-playlists need no CORS) each play two mirrored items in Chromium: a 5.1 AC-3 source
-(re-encoded to AAC 5.1) and a source whose audio starts 0.48 s after its video. Each
-must advance currentTime, list the item's audio tracks and show a subtitle cue at the
-time the cue covers, at the same instant of the picture as in the source.
+playlists need no CORS) each play three mirrored items in Chromium: a 5.1 AC-3 source
+(re-encoded to AAC 5.1), a source whose audio starts 0.48 s after its video, and one
+whose video starts 0.5 s after its audio. Each must advance currentTime, list the
+item's two audio tracks and switch between them, and show a subtitle cue at the time
+the cue covers, with the same frame of the picture as in the source (X-TIMESTAMP-MAP,
+mirror.hls.timestamp_map). Screenshots go to each test's tmp dir.
 """
 
 from __future__ import annotations
