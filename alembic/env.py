@@ -31,7 +31,9 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
 UNCOMPARED_INDEXES = frozenset({"ix_jobs_title_search"})
 
 
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
     return not (type_ == "index" and name in UNCOMPARED_INDEXES)
 
 

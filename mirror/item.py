@@ -8,7 +8,7 @@ in the downloaded file is worked out from these facts, never taken from `index`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ def title_label(
     episode_number: int | None,
     year: int | None,
 ) -> str | None:
-    """"Series S01E02 Name" for an episode, "Name (Year)" otherwise; None when nameless.
+    """ "Series S01E02 Name" for an episode, "Name (Year)" otherwise; None when nameless.
 
     The job_status view's `title` column spells it the same way (migration 0010).
     """
@@ -115,7 +115,9 @@ class MediaItem:
     is_remote: bool = False
     is_folder: bool = False
     etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
-    title: ItemTitle = ItemTitle()  # name, series, season, episode, year, parent ids
+    title: ItemTitle = field(
+        default_factory=ItemTitle
+    )  # name, series, season, episode, year, parent ids
 
     @property
     def video_streams(self) -> tuple[MediaStream, ...]:

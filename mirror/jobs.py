@@ -97,7 +97,7 @@ class JobRecord:
 
     @property
     def title(self) -> str | None:
-        """"Series S01E02 Name" or "Name (Year)"; None until a title is known."""
+        """ "Series S01E02 Name" or "Name (Year)"; None until a title is known."""
         return title_label(
             self.item_name, self.series_name, self.season_number, self.episode_number, self.year
         )

@@ -216,9 +216,10 @@ def _sweep(library: str | None, parent_id: str | None, types: list[str], priorit
     config = settings()
     repo = database().jobs
     with wiring.jellyfin_client(config) as client:
+        library_name: str | None = None
         if library is not None:
             found = client.find_library(library)
-            parent_id, label = found.item_id, f"library {found.name!r}"
+            parent_id, label, library_name = found.item_id, f"library {found.name!r}", found.name
         else:
             label = f"parent {parent_id}"
         assert parent_id is not None
@@ -239,6 +240,7 @@ def _sweep(library: str | None, parent_id: str | None, types: list[str], priorit
                 priority=priority,
                 max_attempts=config.max_attempts,
                 on_page=lambda done, total: bar.update(task, completed=done, total=total),
+                library_name=library_name,
             )
     typer.echo(f"{label}: {result.summary()}")
 

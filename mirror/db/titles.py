@@ -61,9 +61,14 @@ TITLE_MATCHES = f"{TITLE_SEARCH_TEXT} ILIKE :pattern"
 
 @raises_unavailable
 class JobTitles:
-    """The attempt's refresh of its item's title facts."""
+    """Recording title facts: a listing's (sync), and the attempt's fenced refresh."""
 
     engine: Engine
+
+    def record_titles(self, titles: Mapping[str, ItemTitle]) -> None:
+        """Every job of each listed item takes its facts (one short transaction)."""
+        with self.engine.begin() as conn:
+            record_titles(conn, titles)
 
     def refresh_title(self, job_id: uuid.UUID, token: uuid.UUID, title: ItemTitle) -> Fence:
         """Record the facts of the item the attempt fetched, while it holds the job."""
