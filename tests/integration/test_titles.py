@@ -7,11 +7,13 @@ IndexNumber, the season as ParentId).
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, create_engine, text
 from werkzeug.test import Client
 
@@ -33,6 +35,7 @@ from mirror.sync import sync_library
 from mirror.web.api import DashboardApi
 from mirror.web.auth import UiAuth
 from mirror.web.serve import MirrorWeb, WebhookPolicy
+from tests.integration.test_cli import run_mirror
 
 EPISODE = "0e5b6f0c6a3f4d3e8e1b2c3d4e5f6a7b"
 MOVIE = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
@@ -283,3 +286,35 @@ def test_api_and_job_page_show_titles_and_search_them(engine: Engine, repo: JobR
     job_id = repo.latest_for_item(EPISODE).id
     page = client.get(f"/jobs/{job_id}").text
     assert "Lost S01E02 Pilot" in page and "library &#39;Shows&#39;" in page
+
+
+@pytest.mark.e2e
+def test_mirror_jobs_and_show_print_titles_and_search_them(
+    repo: JobRepository, database_url: str
+) -> None:
+    long_name = "An Episode Whose Name Goes On Far Longer Than Any Table Column"
+    repo.enqueue([MOVIE, EPISODE, "f" * 32], titles={
+        MOVIE: STAR_WARS,
+        EPISODE: PILOT,
+        "f" * 32: ItemTitle(item_name=long_name, series_name="Lost", season_number=1,
+                            episode_number=3),
+    })  # fmt: skip
+    wide = {"COLUMNS": "250"}
+    table = run_mirror("jobs", database_url=database_url, **wide)
+    assert table.returncode == 0, table.stderr
+    assert "Star Wars (1977)" in table.stdout and "Lost S01E02 Pilot" in table.stdout
+    assert "Lost S01E03 An Episode Whose Name Goes" in table.stdout
+    assert long_name not in table.stdout and "…" in table.stdout  # cut, on one line
+    searched = run_mirror("jobs", "--search", "STAR", database_url=database_url, **wide)
+    assert searched.returncode == 0, searched.stderr
+    assert "Star Wars (1977)" in searched.stdout and "Lost" not in searched.stdout
+    rows = json.loads(run_mirror("jobs", "--json", "--search", "pilot",
+                                 database_url=database_url).stdout)  # fmt: skip
+    assert [(row["title"], row["series_name"], row["episode_number"]) for row in rows] == [
+        ("Lost S01E02 Pilot", "Lost", 2)
+    ]
+    shown = run_mirror("show", EPISODE, database_url=database_url, **wide)
+    assert shown.returncode == 0, shown.stderr
+    assert "Lost S01E02 Pilot" in shown.stdout
+    assert "Episode in library 'Shows'" in shown.stdout
+    assert f"series {PILOT.series_id}, season {PILOT.season_id}" in shown.stdout
