@@ -42,11 +42,13 @@ _RECORD = f"""
 
 
 def record_titles(conn: Connection, titles: Mapping[str, ItemTitle]) -> None:
-    """Every job row of each item (keyed by normalized item id) takes the facts given."""
+    """Every job row of each item (keyed by normalized item id) takes the facts given.
+
+    In item id order, so two listings updating the same items lock them in one order.
+    """
     if titles:
-        conn.execute(
-            text(_RECORD), [{"item_id": item_id, **asdict(t)} for item_id, t in titles.items()]
-        )
+        rows = [{"item_id": item_id, **asdict(titles[item_id])} for item_id in sorted(titles)]
+        conn.execute(text(_RECORD), rows)
 
 
 def like_pattern(search: str) -> str:
