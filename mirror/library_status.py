@@ -62,11 +62,19 @@ def library_counts(
     *,
     item_types: Sequence[str],
     mirror_rest: bool = False,
+    library_name: str | None = None,
 ) -> LibraryCounts:
     """One walk of the listing: the counts as they were, and with `mirror_rest` the
     NEW and CHANGED items queued on the way (`jobs_created` says how many)."""
     counts = LibraryCounts()
-    pages = sync_pages(lister, jobs, parent_id, item_types=item_types, dry_run=not mirror_rest)
+    pages = sync_pages(
+        lister,
+        jobs,
+        parent_id,
+        item_types=item_types,
+        dry_run=not mirror_rest,
+        library_name=library_name,
+    )
     for page in pages:
         counts.jobs_created += page.queued
         for entry in page.entries:

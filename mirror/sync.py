@@ -16,8 +16,9 @@ from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
 from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
+from mirror.item import ItemTitle
 from mirror.jellyfin import ItemSummary
-from mirror.library_sweep import LibraryLister, PageProgress
+from mirror.library_sweep import LibraryLister, PageProgress, titles_of
 from mirror.sources import non_file_kind
 
 # Facts compared between the row's `source` and the listing, when both sides have them.
@@ -124,7 +125,9 @@ class SyncJobs(Protocol):
 
     def mirrored_item_ids(self) -> set[str]: ...
 
-    def requeue(self, item_ids: Sequence[str]) -> int: ...
+    def requeue(self, item_ids: Sequence[str], titles: Mapping[str, ItemTitle]) -> int: ...
+
+    def record_titles(self, titles: Mapping[str, ItemTitle]) -> None: ...
 
     def restore(self, item_ids: Sequence[str]) -> list[str]: ...
 
@@ -196,6 +199,7 @@ def sync_pages(
     item_types: Sequence[str],
     dry_run: bool,
     on_page: PageProgress | None = None,
+    library_name: str | None = None,
 ) -> Iterator[SyncedPage]:
     """Walk the library page by page (constant memory): classify each page and, unless
     `dry_run`, queue its NEW and CHANGED items and keep its RESTORED items' mirrors.
@@ -210,8 +214,11 @@ def sync_pages(
         if not dry_run:
             to_queue = [e.item.id for e in entries if e.kind in QUEUE_CLASSES]
             back = [e.item.id for e in entries if e.kind is SyncClass.RESTORED]
+            # Every listed item's jobs take its title (old rows too), new jobs start with it.
+            titles = titles_of(page.items, library_name)
+            jobs.record_titles(titles)
             if to_queue:
-                queued = jobs.requeue(to_queue)
+                queued = jobs.requeue(to_queue, {i: titles[i] for i in to_queue})
             if back:  # marked removed, listed again: their mirror stays
                 jobs.restore(back)
         yield SyncedPage(entries, queued)
@@ -229,6 +236,7 @@ def sync_library(
     dry_run: bool,
     deletion: Deletion | None,
     on_page: PageProgress | None = None,
+    library_name: str | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
@@ -241,7 +249,13 @@ def sync_library(
     report = SyncReport(dry_run=dry_run, delete=deletion is not None)
     seen: set[str] = set()
     for page in sync_pages(
-        lister, jobs, parent_id, item_types=item_types, dry_run=dry_run, on_page=on_page
+        lister,
+        jobs,
+        parent_id,
+        item_types=item_types,
+        dry_run=dry_run,
+        on_page=on_page,
+        library_name=library_name,
     ):
         report.queued += page.queued
         for entry in page.entries:

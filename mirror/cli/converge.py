@@ -131,9 +131,10 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         )
 
         with wiring.jellyfin_client(config) as client:
+            library_name: str | None = None
             if library is not None:
                 found = client.find_library(library)
-                parent, label = found.item_id, f"library {found.name!r}"
+                parent, label, library_name = found.item_id, f"library {found.name!r}", found.name
             else:
                 parent, label = _item_id(ctx, parent_id or ""), f"parent {parent_id}"
             with _bar(f"syncing {label}") as (bar, task):
@@ -145,6 +146,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                     dry_run=dry_run,
                     deletion=deletion,
                     on_page=lambda done, total: bar.update(task, completed=done, total=total),
+                    library_name=library_name,
                 )
         if as_json:
             _print_json({"scope": label, **report.to_json()})

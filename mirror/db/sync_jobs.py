@@ -3,12 +3,13 @@ restores. Shared by the `sync` command and the dashboard's library page."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mirror.db.mirrored import ItemHistory, MirroredItems
 from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
+from mirror.item import ItemTitle
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class SyncJobStore:
     def restore(self, item_ids: Sequence[str]) -> list[str]:
         return self.removals.restore(item_ids)
 
-    def requeue(self, item_ids: Sequence[str]) -> int:
-        results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts)
+    def requeue(self, item_ids: Sequence[str], titles: Mapping[str, ItemTitle]) -> int:
+        results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts, titles=titles)
         return sum(1 for result in results if result.created)
+
+    def record_titles(self, titles: Mapping[str, ItemTitle]) -> None:
+        self.repo.record_titles(titles)

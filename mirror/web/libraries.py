@@ -144,7 +144,12 @@ class LibraryBoard:
         """Queue the library's NEW and CHANGED items (`mirror sync`); counts from before."""
         counts = self._ask(
             lambda j: library_counts(
-                j, self.sync_jobs, library.item_id, item_types=self.item_types, mirror_rest=True
+                j,
+                self.sync_jobs,
+                library.item_id,
+                item_types=self.item_types,
+                mirror_rest=True,
+                library_name=library.name,
             )
         )
         with self._lock:  # what was counted is out of date now
@@ -153,6 +158,7 @@ class LibraryBoard:
 
     def sweep(self, parent_id: str, *, priority: int = 0) -> dict[str, Any]:
         """`mirror enqueue --parent-id`: every item under a series, season or library."""
+        library = next((lib for lib in self.libraries() if lib.item_id == parent_id), None)
         result = self._ask(
             lambda j: sweep_library(
                 j,
@@ -161,6 +167,7 @@ class LibraryBoard:
                 item_types=self.item_types,
                 priority=priority,
                 max_attempts=self.max_attempts,
+                library_name=library.name if library is not None else None,
             )
         )
         return {
