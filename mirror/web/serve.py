@@ -345,7 +345,8 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
-        player = Player(db.jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
+        link = wiring.object_links(settings, store.client)
+        player = Player(db.jobs, store.client, settings.s3_bucket, link, settings.hlsjs_path)
     dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts, db.sessions)
     token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
     web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token)
