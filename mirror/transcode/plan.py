@@ -73,6 +73,9 @@ class VideoOutput:
     # The re-encode's `-vf` chain (mirror.transcode.picture); empty when copying.
     filters: tuple[str, ...] = ()
     frame_rate: float | None = None  # the source's, kept by copy and re-encode alike
+    # Where its first frame is on ffmpeg's clock, which the subtitles keep and video.mp4
+    # drops (it starts at 0): the subtitles' X-TIMESTAMP-MAP LOCAL (mirror.hls).
+    start_s: float = 0.0
 
     @property
     def expected_codec(self) -> str | None:
@@ -272,6 +275,7 @@ def _plan_video(
         crf=None if copy else crf,
         filters=() if copy else video_filters(stream),
         frame_rate=stream.frame_rate,
+        start_s=stream.start_s or 0.0,
     )
 
 
