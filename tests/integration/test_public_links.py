@@ -40,9 +40,12 @@ class PathProxy(ThreadingHTTPServer):
                     return
                 upstream_conn = http.client.HTTPConnection(target.hostname, target.port)
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
-                upstream_conn.request("GET", self.path[len(prefix) :], headers=headers)
-                answer = upstream_conn.getresponse()
-                body = answer.read()
+                try:
+                    upstream_conn.request("GET", self.path[len(prefix) :], headers=headers)
+                    answer = upstream_conn.getresponse()
+                    body = answer.read()
+                finally:
+                    upstream_conn.close()
                 self.send_response(answer.status)
                 for name, value in answer.getheaders():
                     if name.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -83,7 +86,6 @@ def settings_for(s3: S3Target, **public: object) -> Settings:
 def test_a_link_under_a_reverse_proxy_path_reaches_the_object(
     s3: S3Target, path_proxy: PathProxy
 ) -> None:
-    s3.create_bucket()
     s3.client.put_object(Bucket=s3.bucket, Key=KEY, Body=BODY)
     public = f"http://localhost:{path_proxy.server_port}/s3"  # not serve's host name either
     link = wiring.object_links(settings_for(s3, s3_public_url=public), s3.client)
