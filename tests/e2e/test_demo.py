@@ -21,6 +21,8 @@ import pytest
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
+from mirror.web.player import HLSJS_VERSION
+from tests.e2e.browser_support import CHROMIUM, CHROMIUM_ARGS, needs_chromium, npm_file
 
 KEY = re.compile(r"demo/[0-9a-f]{32}/(video\.mp4|audio/\d+-[a-z]+\.m4a)")
 TEMP_DIR = re.compile(r"everything runs here, in (\S+)")
@@ -223,3 +225,48 @@ def test_demo_serve_serves_the_dashboard_and_player_until_ctrl_c(tmp_path: Path)
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", port), timeout=5).close()
     assert_nothing_left(output, tmp_path)
+
+
+@needs_chromium
+def test_demo_serve_plays_a_mirrored_sample_in_chromium(tmp_path: Path) -> None:
+    """What a newcomer watches: the demo's /play page plays from the demo's own S3."""
+    from playwright.sync_api import sync_playwright
+
+    hlsjs = npm_file("hls.js", HLSJS_VERSION, "dist/hls.min.js")  # no CDN in tests
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror.cli", "demo", "--serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(tmp_path, MIRROR_HLSJS_PATH=str(hlsjs)),
+    )
+    seen: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line)
+            if line.startswith("serving until Ctrl-C"):
+                break
+        plays = re.findall(r"^play +(http://\S+/play/[0-9a-f]{32})$", "".join(seen), re.M)
+        assert plays, "".join(seen)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(plays[0])
+                page.evaluate("document.getElementById('video').play()")
+                deadline = time.monotonic() + 30
+                expression = "document.getElementById('video').currentTime > 2"
+                while not page.evaluate(expression):  # the page's CSP forbids wait_for_function
+                    assert time.monotonic() < deadline, page.text_content("#status")
+                    time.sleep(0.1)
+            finally:
+                browser.close()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, out + err
+    assert_nothing_left("".join(seen) + out, tmp_path)
