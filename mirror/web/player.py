@@ -6,8 +6,11 @@ through the playlists' relative URIs. So `mirror serve` serves the item's playli
 itself (read from S3, a few KiB each) and rewrites each media URI to a presigned URL
 of its object: the video, audio and subtitle bytes go from the bucket to the browser
 directly (byte ranges, CDN-able), never through `mirror serve`. The browser fetches
-them cross-origin, hence the bucket's CORS rule (README). The same playlists in the
-bucket stay untouched: a public bucket or CDN can serve `master.m3u8` as it is.
+them cross-origin, hence the bucket's CORS rule (README). Those URLs are made for where
+the browser reaches S3, MIRROR_S3_PUBLIC_URL when `mirror serve` itself uses an address
+only it resolves (compose), and are plain for a public bucket (`link`, from wiring). The
+same playlists in the bucket stay untouched: a public bucket or CDN can serve
+`master.m3u8` as it is.
 
 The page uses the browser's native HLS where it has one with audio-track switching
 (Safari); elsewhere hls.js, from a pinned CDN URL with its integrity hash, or from a
