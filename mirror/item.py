@@ -8,7 +8,58 @@ in the downloaded file is worked out from these facts, never taken from `index`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ItemTitle:
+    """What people call an item, and where it sits: the job row's title columns.
+
+    Jellyfin's Name, Type, SeriesName, ParentIndexNumber (season), IndexNumber
+    (episode), ProductionYear and the library it lives in, with the parent ids a
+    series' removal needs (SeriesId, SeasonId, ParentId). None where Jellyfin (or a
+    webhook body) did not say; a refresh keeps what it does not know (see mirror.db).
+    """
+
+    item_name: str | None = None
+    item_type: str | None = None
+    series_name: str | None = None
+    season_number: int | None = None
+    episode_number: int | None = None
+    year: int | None = None
+    library_name: str | None = None
+    series_id: str | None = None
+    season_id: str | None = None
+    parent_id: str | None = None
+
+    @property
+    def label(self) -> str | None:
+        return title_label(
+            self.item_name, self.series_name, self.season_number, self.episode_number, self.year
+        )
+
+
+def title_label(
+    name: str | None,
+    series_name: str | None,
+    season_number: int | None,
+    episode_number: int | None,
+    year: int | None,
+) -> str | None:
+    """ "Series S01E02 Name" for an episode, "Name (Year)" otherwise; None when nameless.
+
+    The job_status view's `title` column spells it the same way (migration 0010).
+    """
+    if series_name is not None or season_number is not None or episode_number is not None:
+        number = ""
+        if season_number is not None:
+            number += f"S{season_number:02d}"
+        if episode_number is not None:
+            number += f"E{episode_number:02d}"
+        return " ".join(part for part in (series_name, number, name) if part) or None
+    if name is not None and year is not None:
+        return f"{name} ({year})"
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +115,9 @@ class MediaItem:
     is_remote: bool = False
     is_folder: bool = False
     etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
+    title: ItemTitle = field(
+        default_factory=ItemTitle
+    )  # name, series, season, episode, year, parent ids
 
     @property
     def video_streams(self) -> tuple[MediaStream, ...]:

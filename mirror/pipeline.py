@@ -6,6 +6,7 @@ order they run, where the files go, and when the lease is checked.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
@@ -22,8 +23,8 @@ from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.hls.subtitles import fetch_sidecar_subtitles
-from mirror.item import MediaItem, ServedFile
-from mirror.jobs import Lease, Mirrored
+from mirror.item import ItemTitle, MediaItem, ServedFile
+from mirror.jobs import Fence, Lease, Mirrored
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
 from mirror.phases import OverlappedPhases
@@ -70,6 +71,12 @@ class MediaServer(Protocol):
         ...
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
+
+
+class TitleBook(Protocol):
+    """Where the attempt records the title of the item it fetched (JobRepository)."""
+
+    def refresh_title(self, job_id: uuid.UUID, token: uuid.UUID, title: ItemTitle) -> Fence: ...
 
 
 class ObjectStore(Protocol):
@@ -140,10 +147,16 @@ class MirrorPipeline:
     unprobed_timeout: float = 24 * 3600.0
     # MIRROR_JELLYFIN_MAX_DOWNLOADS: downloads at once across all workers (no cap by default).
     download_gate: DownloadGate = NO_DOWNLOAD_CAP
+    # Each attempt refreshes the job's title from the item it fetched (None: not kept).
+    titles: TitleBook | None = None
 
     def __call__(self, lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         # A silent Jellyfin or S3 must not hold a shutdown or a stall watchdog back.
         item = abortably(heartbeat.abort, lambda: self.media.get_item(lease.job.item_id))
+        # First, so a job that fails below still says which item it was. A cancel or a
+        # lost lease this reports is the heartbeat's to act on, at its next beat.
+        if self.titles is not None:
+            self.titles.refresh_title(lease.job_id, lease.token, item.title)
         # A .strm, a disc image, a missing episode or a folder is never downloaded.
         require_media_file(item.id, item.name, item)
         require_probed(item, give_up_after=self.unprobed_timeout)

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
 from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
-from mirror.library_sweep import LibraryLister, PageProgress
+from mirror.item import ItemTitle
+from mirror.library_sweep import LibraryLister, PageProgress, titles_of
 from mirror.sources import non_file_kind
 
 # Facts compared between the row's `source` and the listing, when both sides have them.
@@ -123,7 +124,9 @@ class SyncJobs(Protocol):
 
     def mirrored_item_ids(self) -> set[str]: ...
 
-    def requeue(self, item_ids: Sequence[str]) -> int: ...
+    def requeue(self, item_ids: Sequence[str], titles: Mapping[str, ItemTitle]) -> int: ...
+
+    def record_titles(self, titles: Mapping[str, ItemTitle]) -> None: ...
 
     def restore(self, item_ids: Sequence[str]) -> list[str]: ...
 
@@ -163,6 +166,7 @@ def sync_library(
     dry_run: bool,
     deletion: Deletion | None,
     on_page: PageProgress | None = None,
+    library_name: str | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
@@ -196,8 +200,11 @@ def sync_library(
             elif kind is SyncClass.RESTORED:
                 back.append(item.id)
         if not dry_run:
+            # Every listed item's jobs take its title (old rows too), new jobs start with it.
+            titles = titles_of(page.items, library_name)
+            jobs.record_titles(titles)
             if to_queue:
-                report.queued += jobs.requeue(to_queue)
+                report.queued += jobs.requeue(to_queue, {i: titles[i] for i in to_queue})
             if back:
                 jobs.restore(back)
         handled += len(page.items)

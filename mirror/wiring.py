@@ -283,6 +283,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         free_space_reserve=settings.free_space_reserve,
         unprobed_timeout=settings.unprobed_timeout,
         download_gate=download_gate(settings),
+        titles=repo,
     )
     policy = AttemptPolicy(
         heartbeat_interval=settings.heartbeat_interval,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -40,7 +40,7 @@ from mirror.delete_guard import (
     DeleteLimit,
     parse_max_delete,
 )
-from mirror.item import normalize_item_id
+from mirror.item import ItemTitle, normalize_item_id
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.manifest import ManifestError, decode_manifest, restored_job
 from mirror.objects import item_prefix
@@ -133,9 +133,10 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         )
 
         with wiring.jellyfin_client(config) as client:
+            library_name: str | None = None
             if library is not None:
                 found = client.find_library(library)
-                parent, label = found.item_id, f"library {found.name!r}"
+                parent, label, library_name = found.item_id, f"library {found.name!r}", found.name
             else:
                 parent, label = _item_id(ctx, parent_id or ""), f"parent {parent_id}"
             with _bar(f"syncing {label}") as (bar, task):
@@ -147,6 +148,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                     dry_run=dry_run,
                     deletion=deletion,
                     on_page=lambda done, total: bar.update(task, completed=done, total=total),
+                    library_name=library_name,
                 )
         if as_json:
             _print_json({"scope": label, **report.to_json()})
@@ -291,9 +293,12 @@ class _SyncJobs:
     def restore(self, item_ids: Sequence[str]) -> list[str]:
         return self.removals.restore(item_ids)
 
-    def requeue(self, item_ids: Sequence[str]) -> int:
-        results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts)
+    def requeue(self, item_ids: Sequence[str], titles: Mapping[str, ItemTitle]) -> int:
+        results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts, titles=titles)
         return sum(1 for result in results if result.created)
+
+    def record_titles(self, titles: Mapping[str, ItemTitle]) -> None:
+        self.repo.record_titles(titles)
 
 
 def _delete_limit(

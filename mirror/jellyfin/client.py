@@ -41,8 +41,9 @@ from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.progress import AbortSignal, ProgressCallback
 
 CLIENT_VERSION = "0.1.0"
-ITEM_FIELDS = "Path,MediaSources,MediaStreams"
-LISTING_FIELDS = "Path,MediaSources"
+# ParentId: the item's folder (an episode's season), kept with its jobs (mirror.item.ItemTitle).
+ITEM_FIELDS = "Path,MediaSources,MediaStreams,ParentId"
+LISTING_FIELDS = "Path,MediaSources,ParentId"
 # How long the server's version is trusted: long enough to cost one request per worker
 # now and then, short enough to notice an upgrade of Jellyfin without a restart.
 VERSION_TTL_S = 300.0

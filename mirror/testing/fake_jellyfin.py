@@ -71,6 +71,29 @@ class InMemoryJellyfin:
             path, name=name, streams=streams, duration_s=duration_s, **options
         )
 
+    def add_episode(
+        self,
+        path: Path,
+        *,
+        series: str,
+        season: int,
+        episode: int,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        **options: Any,
+    ) -> str:
+        return self.catalog.add_episode(
+            path,
+            series=series,
+            season=season,
+            episode=episode,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            **options,
+        )
+
     def add_folder(self, name: str, *, item_type: str = "Folder") -> str:
         return self.catalog.add_folder(name, item_type=item_type)
 

@@ -52,7 +52,10 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 
 def item_name(record: JobRecord) -> str:
-    """Jellyfin's name where a heartbeat or the source recorded one, else the item id."""
+    """The item's title ("Series S01E02 Name", "Name (Year)") once known; before that
+    a name a heartbeat or the source recorded, else the item id."""
+    if record.title:
+        return record.title
     data = record.heartbeat_data or {}
     if isinstance(data.get("name"), str) and data["name"]:
         return str(data["name"])
@@ -241,13 +244,20 @@ class DashboardApi:
         }
 
     def list_jobs(self, request: Request, access: Access) -> Response:
+        """`?status=&limit=&cursor=&q=`: `q` keeps jobs whose series or item name holds it."""
         status = request.args.get("status") or None
         if status is not None and status not in STATUSES:
             raise ApiError(400, f"status must be one of {', '.join(STATUSES)}")
         limit = _int_arg(request, "limit", 50, 1, MAX_LIMIT)
+        search = request.args.get("q", "").strip() or None
+        if search is not None and len(search) > 200:
+            raise ApiError(400, "q: at most 200 characters (part of a title)")
         try:
             records, cursor = self.queries.page(
-                status=status, limit=limit, cursor=request.args.get("cursor") or None
+                status=status,
+                limit=limit,
+                cursor=request.args.get("cursor") or None,
+                search=search,
             )
         except BadCursor as error:
             raise ApiError(400, str(error)) from None
@@ -257,7 +267,7 @@ class DashboardApi:
     def search(self, request: Request, access: Access) -> Response:
         query = request.args.get("q", "").strip()
         if not query or len(query) > 200:
-            raise ApiError(400, "q: 1 to 200 characters (an item id or part of a name)")
+            raise ApiError(400, "q: 1 to 200 characters (an item id or part of a title)")
         now = datetime.now(UTC)
         return json_response({"jobs": [job_json(r, now) for r in self.queries.search(query)]})
 

@@ -36,7 +36,7 @@ from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
 from mirror.web.play_routes import PlayRoutes
 from mirror.web.player import Player
 from mirror.web.proxies import behind_proxies
-from mirror.web.webhook_body import salvage_notification
+from mirror.web.webhook_body import salvage_notification, title_of
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -213,7 +213,10 @@ class MirrorWeb:
                 "reason": f"ItemType {item_type!r} is not one of {wanted}",
             }
         results = self.jobs.enqueue(
-            [item_id], max_attempts=self.webhook.max_attempts, skip_mirrored=True
+            [item_id],
+            max_attempts=self.webhook.max_attempts,
+            skip_mirrored=True,
+            titles={item_id: title_of(notification)},
         )
         if not results:
             return {"status": "already mirrored", "item_id": item_id}

@@ -133,6 +133,16 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
                 widths.append(bar_width(page, job_id))
             seen = [w for w in widths if w > 0]
             assert len(set(seen)) >= 3 and seen[-1] > seen[0], widths
+            # Rows read by title (the attempt recorded it); the search box finds it by
+            # part of its title, in another case, over all jobs, on the server.
+            running_link = page.locator(f'tr.job[data-job-id="{job_id}"] a')
+            assert running_link.text_content() == "Slow Sample"
+            page.fill("#search-q", "SLOW samp")
+            page.click("#search button")
+            page.wait_for_selector("#search-results:not([hidden]) tbody a", timeout=10_000)
+            found = page.locator("#search-results tbody a")
+            assert found.count() == 1 and found.text_content() == "Slow Sample"
+            assert found.get_attribute("href") == f"/jobs/{job_id}"
             screenshot = tmp_path / "dashboard.png"
             page.screenshot(path=str(screenshot), full_page=True)
             print(f"dashboard screenshot: {screenshot}")

@@ -204,6 +204,7 @@ class CatalogItem:
     omit_size: bool = False
     symlink_bug: bool = False  # 10.11.1-10.11.4: the link's own size, 500 on ranges
     is_folder: bool = False
+    parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
 
     @property
     def sort_name(self) -> str:
@@ -293,7 +294,7 @@ class CatalogItem:
             "Path": str(self.path) if "path" in wanted and has_path else None,
             "RunTimeTicks": None if self.is_folder else ticks,
             "IsFolder": self.is_folder,
-            "ParentId": self.library_id if "parentid" in wanted else None,
+            "ParentId": (self.parent_id or self.library_id) if "parentid" in wanted else None,
             "Type": self.type,
             "MediaStreams": self.media_streams() if "mediastreams" in wanted else None,
             "VideoType": None if self.is_folder else self.video_type,
@@ -347,6 +348,7 @@ class Catalog:
         omit_size: bool = False,
         symlink_bug: bool = False,
         is_folder: bool = False,
+        parent_id: str | None = None,
     ) -> str:
         if item_id is None:
             new_id = uuid.uuid4().hex
@@ -379,10 +381,77 @@ class Catalog:
             omit_size=omit_size,
             symlink_bug=symlink_bug,
             is_folder=is_folder,
+            parent_id=parent_id,
         )
         with self._lock:
             self._items[new_id] = item
         return new_id
+
+    def add_episode(
+        self,
+        path: Path,
+        *,
+        series: str,
+        season: int,
+        episode: int,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        library_id: str | None = None,
+        year: int | None = None,
+        **options: Any,
+    ) -> str:
+        """An episode as Jellyfin lists one: in its Series and Season folders (made on
+        first use), with SeriesName, SeriesId, SeasonId, SeasonName, ParentIndexNumber
+        (season), IndexNumber (episode) and its season as ParentId."""
+        series_id = self._folder(series, "Series", library_id, None)
+        season_name = f"Season {season}"
+        season_id = self._folder(season_name, "Season", library_id, series_id, index=season)
+        facts: dict[str, Any] = {
+            "SeriesName": series,
+            "SeriesId": series_id,
+            "SeasonId": season_id,
+            "SeasonName": season_name,
+            "ParentIndexNumber": season,
+            "IndexNumber": episode,
+            "ProductionYear": year,
+        }
+        return self.add_item(
+            path,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            item_type="Episode",
+            library_id=library_id,
+            parent_id=season_id,
+            extra=_without_nulls({**facts, **options.pop("extra", {})}),
+            **options,
+        )
+
+    def _folder(
+        self,
+        name: str,
+        kind: str,
+        library_id: str | None,
+        parent_id: str | None,
+        index: int | None = None,
+    ) -> str:
+        """The id of the folder of this kind and name under `parent_id`, made if new."""
+        with self._lock:
+            for item in self._items.values():
+                if item.type == kind and item.name == name and item.parent_id == parent_id:
+                    return item.id
+        return self.add_item(
+            Path("/media") / name,
+            name=name,
+            streams=(),
+            duration_s=0,
+            item_type=kind,
+            library_id=library_id,
+            is_folder=True,
+            parent_id=parent_id,
+            extra={"IndexNumber": index} if index is not None else None,
+        )
 
     def add_folder(
         self, name: str, *, item_type: str = "Folder", library_id: str | None = None

@@ -134,6 +134,31 @@ class JellyfinStandIn:
             path, name=name, streams=streams, duration_s=duration_s, **options
         )
 
+    def add_episode(
+        self,
+        path: Path,
+        *,
+        series: str,
+        season: int,
+        episode: int,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        **options: Any,
+    ) -> str:
+        """An Episode in its Series and Season (made on first use), with SeriesName,
+        SeriesId, SeasonId, ParentIndexNumber and IndexNumber as Jellyfin lists them."""
+        return self._state.catalog.add_episode(
+            path,
+            series=series,
+            season=season,
+            episode=episode,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            **options,
+        )
+
     def add_folder(
         self, name: str, *, item_type: str = "Folder", library_id: str | None = None
     ) -> str:
