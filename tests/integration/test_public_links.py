@@ -52,8 +52,8 @@ class PathProxy(ThreadingHTTPServer):
                         self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                proxy.forwarded.append(self.path)  # before the answer: the test reads it next
                 self.wfile.write(body)
-                proxy.forwarded.append(self.path)
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
