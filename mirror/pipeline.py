@@ -79,10 +79,6 @@ class ObjectStore(Protocol):
 
     def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int: ...
 
-    def upload_files(
-        self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> Mapping[str, FileDigest]: ...
-
     def stream_files(
         self,
         uploads: Sequence[Upload],
@@ -103,12 +99,13 @@ class OutputUpload(Protocol):
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None: ...
 
-    def finish(self) -> Mapping[str, FileDigest]:
-        """The files are final: send the rest; their size and SHA-256 by key."""
+    def finish(self, more: Sequence[Upload] = ()) -> Mapping[str, FileDigest]:
+        """The files are final: send the rest, and `more` files made since (playlists,
+        subtitles) in the same byte count; every file's size and SHA-256 by key."""
         ...
 
     def publish(self) -> None:
-        """Complete the uploads: the moment the outputs become visible."""
+        """Complete the uploads in order: the moment the outputs become visible."""
         ...
 
     def wait_for_room(self, bound: int) -> None:
@@ -187,14 +184,14 @@ class MirrorPipeline:
                     plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
                     # Nothing becomes visible unless every output holds what the plan says.
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
-                    digests = dict(outputs.finish())
                     # hls: subtitles and playlists (the master last) from the files' fragments.
                     extra: list[Upload] = []
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
+                    # They join the outputs' upload: one byte count for every object.
+                    digests = dict(outputs.finish(extra))
                     # A worker paused past stale_timeout finds out here, before S3 shows it.
                     heartbeat.checkpoint()
-                    outputs.publish()
-            digests |= self.store.upload_files(extra, on_progress=phases, abort=stop)
+                    outputs.publish()  # in order: media, subtitles, playlists, master
             uploads += extra
             for entry, audio in zip(audio_entries, verified.audio, strict=True):
                 entry["duration_s"] = audio.duration_s
