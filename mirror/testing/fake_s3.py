@@ -2,8 +2,9 @@
 
 Objects are kept as bytes with their content type; `upload_files` and the streaming
 upload's `finish` (which takes the late files too) read each file once, report progress
-(the total at the end) and return the size and SHA-256 of the bytes they read. Unfinished multipart uploads are modelled as a
-set of keys, so `abort_stale_multipart_uploads` can be checked. `fail_next` makes the
+(the total at the end) and return the size and SHA-256 of the bytes they read.
+Unfinished multipart uploads are modelled as a set of keys, so
+`abort_stale_multipart_uploads` can be checked. `fail_next` makes the
 next calls of one method raise (S3Storage's own error kinds), `stall_bucket_check`
 holds the bucket check until the abort fires. tests/integration/test_fake_conformance.py
 runs one scenario on this and on S3Storage against moto.

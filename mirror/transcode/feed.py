@@ -16,19 +16,38 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import IO
-
-from mirror.growing_file import GrowingFile
+from typing import IO, Protocol
 
 CHUNK_BYTES = 1024 * 1024
 
 
+class FeedReader(Protocol):
+    def read_some(self, size: int) -> bytes:
+        """Up to `size` bytes as soon as there are any; b"" at the end."""
+        ...
+
+    def __enter__(self) -> FeedReader: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+class FeedSource(Protocol):
+    """What ffmpeg reads: a `GrowingFile`, or a `MoovFirstFeed` (moov at the end)."""
+
+    def open(self) -> FeedReader: ...
+
+    def require_unchanged(self) -> None:
+        """Once the download is complete: raise SourceChanged unless what was fed is
+        that file's bytes."""
+        ...
+
+
 class SourceFeeder:
-    """One thread copying a `GrowingFile` into a pipe; `error` says why it stopped early."""
+    """One thread copying a `FeedSource` into a pipe; `error` says why it stopped early."""
 
     def __init__(
         self,
-        source: GrowingFile,
+        source: FeedSource,
         pipe: IO[bytes],
         on_error: Callable[[], None],
         wait_for_room: Callable[[], None] | None = None,
