@@ -164,7 +164,8 @@ class StreamingUpload:
         for upload in more:
             added = _FileStream(upload, GrowingFile(upload.path, self._stop), follow=False)
             added.growing.finish()
-            self._files.append(added)
+            with self._lock:
+                self._files.append(added)
             self._start_follower(added)
         for thread in self._followers:
             while thread.is_alive():  # a request may hang: a stop must not wait for it
