@@ -291,6 +291,8 @@ class JellyfinClient:
                 with attempt:
                     try:
                         with self._download_http.stream("GET", path, headers=headers) as response:
+                            if response.status_code == 416:  # shorter than listed: no tail
+                                return None
                             raise_for_status(response, path, item_id)
                             served = response.headers.get("Content-Range", "")
                             if response.status_code != 206 or not served.startswith(
