@@ -18,9 +18,9 @@ final, so one byte count covers every object of the item and `publish` makes the
 visible in the order given (the master playlist last).
 
 Integrity: each part carries a CRC32 that S3 checks, and the size and SHA-256 come from
-the very bytes that were sent: the follower reads a part once, a
-MiB at a time, into the SHA-256 and the part's CRC32; the request then reads the same
-range from the file (`FileSlice`) and S3 refuses it unless its bytes match that CRC32.
+the very bytes that were sent: the follower reads a part once, a MiB at a time, into the
+SHA-256 and the part's CRC32; the request then reads the same range from the file
+(`FileSlice`) and S3 refuses it unless its bytes match that CRC32.
 
 Memory: no part is held whole. At most `max_concurrency + 2` parts are read and not yet
 stored, for all files together, and each costs botocore's read buffers while it is sent

@@ -4,7 +4,8 @@ ffmpeg given a file path takes the current end of a growing file for the end of 
 media, so it reads a pipe instead: this thread copies the file into it as bytes land
 (`mirror.growing_file`) and closes it, ffmpeg's EOF, only once the download is complete
 (size checked) and every byte went in. A new attempt feeds from byte 0 of the partial
-file, then follows the resumed download.
+file, then follows the resumed download. An MP4 with the moov at the end is fed in
+another order (`mirror.transcode.moov_first`): what is fed is a `FeedSource`.
 
 `wait_for_room` is the backpressure of the streaming upload: called before each chunk, it
 blocks while ffmpeg's outputs hold too many bytes not yet in S3, so when the upload is the
@@ -22,6 +23,8 @@ CHUNK_BYTES = 1024 * 1024
 
 
 class FeedReader(Protocol):
+    """Sequential reads of what ffmpeg is fed (a `GrowingReader`, a `MoovFirstReader`)."""
+
     def read_some(self, size: int) -> bytes:
         """Up to `size` bytes as soon as there are any; b"" at the end."""
         ...
