@@ -167,7 +167,7 @@ class Settings(BaseSettings):
     # so the player links them unsigned; false: presigned URLs.
     s3_public_bucket: bool = False
     # 16 MiB: 1.4x the throughput of 64 MiB parts to the same endpoint (bench/upload.py);
-    # s3transfer raises it by itself for files that would need over 10,000 parts.
+    # S3 takes 10,000 parts per object: 16 MiB parts hold outputs up to 156 GiB each.
     s3_part_size: Size = 16 * 1024 * 1024
 
     video_codec: VideoCodecSetting = "auto"
