@@ -32,11 +32,31 @@ class ItemTitle:
     season_id: str | None = None
     parent_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # Names come from files' tags and webhook bodies: whatever they hold, a row
+        # stores one line of text Postgres takes (no NUL, no lone surrogate).
+        for name in ("item_name", "item_type", "series_name", "library_name"):
+            object.__setattr__(self, name, storable_text(getattr(self, name)))
+
     @property
     def label(self) -> str | None:
         return title_label(
             self.item_name, self.series_name, self.season_number, self.episode_number, self.year
         )
+
+
+# A title longer than this is no title a person reads; it is cut, not refused.
+MAX_TITLE_CHARS = 500
+
+
+def storable_text(value: str | None) -> str | None:
+    """`value` as one line of printable text: lone surrogates become U+FFFD, control and
+    line-separator characters spaces, runs of spaces one; None when nothing is left."""
+    if value is None:
+        return None
+    text = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = "".join(char if char.isprintable() else " " for char in text)
+    return " ".join(text.split())[:MAX_TITLE_CHARS] or None
 
 
 def title_label(

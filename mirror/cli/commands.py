@@ -121,16 +121,31 @@ def demo(
     timeout: Annotated[
         float, typer.Option(min=1, help="Give up when the jobs take longer (seconds).")
     ] = 300.0,
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve",
+            help="Then keep everything up and serve the dashboard and the player (their URLs "
+            "are printed) until Ctrl-C.",
+        ),
+    ] = False,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port of --serve on 127.0.0.1 (0: a free one).")
+    ] = 0,
 ) -> None:
     """Mirror sample media end to end on this machine: nothing to configure, nothing left.
 
     Brings its own Jellyfin stand-in, S3 (moto) and Postgres (MIRROR_DATABASE_URL, else an
-    embedded server); needs the demo extra: pip install 'mirror[demo]'.
+    embedded server); needs the demo extra: pip install 'mirror\\[demo]'.
     """
+    from mirror.cli.demo_serve import demo_server
     from mirror.demo.run import run_demo, summary_line
 
+    server = demo_server(stdout, port) if serve else None
     try:
-        result = run_demo(stdout, config_file=state.config, timeout_s=timeout, verbose=verbose)
+        result = run_demo(
+            stdout, config_file=state.config, timeout_s=timeout, verbose=verbose, serve=server
+        )
     except KeyboardInterrupt:
         fail("demo interrupted; everything it started is stopped and removed", 130)
     stdout.print(summary_line(result), highlight=False)

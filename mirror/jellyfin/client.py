@@ -313,6 +313,32 @@ class JellyfinClient:
             raise give_up(exc, self._retry.attempts) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
 
+    def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
+        """Bytes [start, start + length) of the item's file (an MP4's moov at its end),
+        or None when Jellyfin does not answer with exactly that range (206)."""
+        path = f"/Items/{require_item_id(item_id)}/Download"
+        headers = {"Range": f"bytes={start}-{start + length - 1}", "Accept-Encoding": "identity"}
+        try:
+            for attempt in self._retry.retrying():
+                with attempt:
+                    try:
+                        with self._download_http.stream("GET", path, headers=headers) as response:
+                            if response.status_code == 416:  # shorter than listed: no tail
+                                return None
+                            raise_for_status(response, path, item_id)
+                            served = response.headers.get("Content-Range", "")
+                            if response.status_code != 206 or not served.startswith(
+                                f"bytes {start}-"
+                            ):
+                                return None  # never read a whole file answered instead
+                            body = response.read()
+                    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                        raise classify_http_error("GET", path, exc) from exc
+                    return body if len(body) == length else None
+        except RetryableError as exc:
+            raise give_up(exc, self._retry.attempts) from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
     def server_version(self) -> str | None:
         """Jellyfin's Version from /System/Info/Public, cached; None when it cannot be read.
 

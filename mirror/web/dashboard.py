@@ -13,7 +13,7 @@ from mirror.db.repository import JobRepository
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.web.api import DashboardApi
 from mirror.web.auth import EndedSessions, UiAuth
-from mirror.web.libraries import JellyfinView, LibraryBoard
+from mirror.web.libraries import JellyfinFactory, LibraryBoard
 from mirror.web.library_api import LibraryApi
 from mirror.web.pages import DashboardPages
 
@@ -49,8 +49,10 @@ def ui_auth(settings: Settings, ended: EndedSessions | None = None) -> UiAuth:
     return UiAuth(password=password, ended=ended, secret=secret, public_url=settings.public_url)
 
 
-def library_board(settings: Settings, db: Database, jellyfin: JellyfinView | None) -> LibraryBoard:
-    """Search, sweeps and library counts; without a Jellyfin client they answer 503."""
+def library_board(
+    settings: Settings, db: Database, jellyfin: JellyfinFactory | None
+) -> LibraryBoard:
+    """Search, sweeps and library counts; without Jellyfin (None) they answer 503."""
     return LibraryBoard(
         jellyfin,
         SyncJobStore(db.mirrored, db.removals, db.jobs, settings.max_attempts),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -46,6 +47,10 @@ class JellyfinView(Protocol):
     ) -> Iterator[ItemPage]: ...
 
 
+# Opens a client for one request's questions (JellyfinClient is its own context manager).
+JellyfinFactory = Callable[[], AbstractContextManager[JellyfinView]]
+
+
 class JellyfinProblem(ApiError):
     """Jellyfin is not configured (503), unreachable or said no (502), or has no such
     library (404): one line for the person, answered like every API error."""
@@ -74,7 +79,7 @@ class LibraryBoard:
 
     def __init__(
         self,
-        jellyfin: JellyfinView | None,
+        jellyfin: JellyfinFactory | None,
         sync_jobs: SyncJobs,
         repo: JobRepository,
         *,
@@ -195,7 +200,8 @@ class LibraryBoard:
                 "MIRROR_JELLYFIN_API_KEY for `mirror serve`",
             )
         try:
-            return call(self.jellyfin)
+            with self.jellyfin() as client:
+                return call(client)
         except (PermanentError, TransientError) as error:  # Jellyfin's; a database's is not
             raise JellyfinProblem(502, f"Jellyfin: {error}") from None
 

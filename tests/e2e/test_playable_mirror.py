@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -289,3 +290,56 @@ def test_output_format_mp4_keeps_todays_faststart_files_without_playlists(
     # faststart: the moov comes before the media data, no fragments.
     head = _object(stack, root + "video.mp4")[:64]
     assert head[4:8] == b"ftyp" and b"moov" in head and b"moof" not in head
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+def test_player_fetches_media_from_the_public_s3_url_when_the_internal_one_is_unreachable(
+    stack: Stack, mirrored: str, hlsjs_file: Path
+) -> None:
+    """Compose: serve and the worker use the internal endpoint, the browser only reaches S3
+    through another host name and port (a published port: here a TCP proxy)."""
+    from playwright.sync_api import Route, sync_playwright
+
+    from tests.fixtures.tcp_proxy import TcpProxy
+
+    internal = urlsplit(stack.s3.endpoint_url)
+    assert internal.hostname is not None and internal.port is not None
+    proxy = TcpProxy(internal.hostname, internal.port)
+    public_origin = f"http://localhost:{proxy.port}"  # not the host name serve uses
+    media_hosts: list[str] = []
+    blocked: list[str] = []
+
+    def unreachable(route: Route) -> None:
+        blocked.append(route.request.url)
+        route.abort("addressunreachable")
+
+    try:
+        with (
+            serving(stack, hlsjs_file, MIRROR_S3_PUBLIC_URL=public_origin) as url,
+            sync_playwright() as playwright,
+        ):
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.add_init_script(CSP_RECORDER)
+                page.route(f"{stack.s3.endpoint_url}/**", unreachable)
+                page.on(
+                    "request",
+                    lambda request: (
+                        media_hosts.append(urlsplit(request.url).netloc)
+                        if "X-Amz-Signature=" in request.url
+                        else None
+                    ),
+                )
+                page.goto(f"{url}/play/{mirrored}")
+                _until(page, "window.mirrorPlayer.audio().length === 2", 20)
+                page.evaluate("document.getElementById('video').play()")
+                _until(page, "document.getElementById('video').currentTime > 3", 30)
+                assert page.evaluate("window.cspViolations") == []
+            finally:
+                browser.close()
+    finally:
+        proxy.close()
+    assert blocked == []
+    assert media_hosts and set(media_hosts) == {f"localhost:{proxy.port}"}, media_hosts
+    print(f"{len(media_hosts)} media requests, all to {public_origin}; playback passed 3 s")

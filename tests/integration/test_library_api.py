@@ -82,8 +82,6 @@ def history(engine: Engine, ids: dict[str, Any]) -> None:
 
 @pytest.fixture
 def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
-    clients: list[JellyfinClient] = []
-
     def make(
         password: str | None = PASSWORD, *, with_jellyfin: bool = True, min_recount_s: float = 5
     ) -> Client:
@@ -92,11 +90,11 @@ def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
         api = DashboardApi(
             repo, DashboardQueries(engine), AttemptLog(engine), auth, stale_timeout_s=60.0
         )
-        client = JellyfinClient(jellyfin.url, jellyfin.api_key, retry_attempts=1)
-        clients.append(client)
         sync_jobs = SyncJobStore(MirroredItems(engine), Removals(engine), repo, 3)
         board = LibraryBoard(
-            client if with_jellyfin else None,
+            (lambda: JellyfinClient(jellyfin.url, jellyfin.api_key, retry_attempts=1))
+            if with_jellyfin
+            else None,
             sync_jobs,
             repo,
             item_types=("Movie", "Episode"),
@@ -107,8 +105,6 @@ def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
         return Client(MirrorWeb(repo, QueueStats(engine), policy, None, api, library=board))
 
     yield make
-    for client in clients:
-        client.close()
 
 
 def log_in(web: Client) -> dict[str, str]:

@@ -81,3 +81,17 @@ def test_webhook_body_gives_what_its_template_has() -> None:
     assert (title.year, title.series_id, title.season_id) == (1940, "1" * 32, None)
     assert title_of({"Name": "X", "Year": "²"}).year is None
     assert title_of({}) == ItemTitle()
+
+
+def test_titles_from_tags_are_one_storable_line() -> None:
+    """A name with a lone surrogate, a NUL or a line separator (file tags, webhook
+    bodies) is stored as one line of text Postgres takes, cut at 500 characters."""
+    title = ItemTitle(
+        item_name="\ud800\u0000 " + "x" * 1000, series_name="A\u2028B\nC", item_type=" \t "
+    )
+    assert title.item_name is not None
+    assert title.item_name.startswith("\ufffd x")
+    assert len(title.item_name) == 500
+    title.item_name.encode("utf-8")  # no lone surrogate left
+    assert title.series_name == "A B C"
+    assert title.item_type is None
