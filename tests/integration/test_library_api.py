@@ -82,6 +82,8 @@ def history(engine: Engine, ids: dict[str, Any]) -> None:
 
 @pytest.fixture
 def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
+    url, api_key = jellyfin.url, jellyfin.api_key  # a client per request, as in serve
+
     def make(
         password: str | None = PASSWORD, *, with_jellyfin: bool = True, min_recount_s: float = 5
     ) -> Client:
@@ -92,9 +94,7 @@ def make_web(engine: Engine, jellyfin: JellyfinStandIn) -> Iterator[Any]:
         )
         sync_jobs = SyncJobStore(MirroredItems(engine), Removals(engine), repo, 3)
         board = LibraryBoard(
-            (lambda: JellyfinClient(jellyfin.url, jellyfin.api_key, retry_attempts=1))
-            if with_jellyfin
-            else None,
+            (lambda: JellyfinClient(url, api_key, retry_attempts=1)) if with_jellyfin else None,
             sync_jobs,
             repo,
             item_types=("Movie", "Episode"),
