@@ -92,13 +92,17 @@ def mpegts_h264_aac(
     dest: Path, *, duration_s: float = 3.0, ffmpeg_path: str | None = None
 ) -> SampleMedia:
     """(f) (a) remuxed into MPEG-TS, as TV recordings hold it: AAC in ADTS frames that
-    starts with the video, so it is copied."""
+    starts with the video (within MAX_COPY_START_GAP_S), so `auto` copies it."""
     ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
     mkv = h264_b_frames_aac(dest.with_name(f"{dest.stem}-remuxed"), duration_s=duration_s,
                             ffmpeg_path=ffmpeg)  # fmt: skip
     dest = dest.with_suffix(".ts")
+    # The MPEG-TS muxer keeps the AAC encoder's priming (1024 samples) ahead of the video;
+    # a broadcast's audio starts with its picture, so the track is moved by as much.
+    priming_s = f"{1024 / SAMPLE_RATE:.6f}"
     run_ffmpeg([ffmpeg, "-nostdin", "-loglevel", "error", "-y", "-i", str(mkv.path),
-                "-map", "0", "-c", "copy", "-f", "mpegts", str(dest)])  # fmt: skip
+                "-itsoffset", priming_s, "-i", str(mkv.path), "-map", "0:v", "-map", "1:a",
+                "-c", "copy", "-f", "mpegts", str(dest)])  # fmt: skip
     duration = probe_duration(dest, ffmpeg) or mkv.duration_s
     return replace(
         mkv, path=dest, duration_s=duration, container="mpegts", size=dest.stat().st_size
