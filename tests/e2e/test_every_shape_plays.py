@@ -93,8 +93,8 @@ def site(
     mirrored = {}
     for name in SHAPES:
         mirrored[name] = mirrored_shape(name)
-        assert mirrored[name].status == "done", mirrored[name].error
-        (root / name).symlink_to(mirrored[name].store)
+        if mirrored[name].store.is_dir():
+            (root / name).symlink_to(mirrored[name].store)
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_RangeHandler, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -122,6 +122,7 @@ def test_every_shape_plays_in_hls_js(
     site: tuple[str, dict[str, MirroredShape]], browser: Any, tmp_path: Path, shape: str
 ) -> None:
     base, mirrored = site
+    assert mirrored[shape].status == "done", mirrored[shape].error
     master = f"/{shape}/{mirrored[shape].folder}/master.m3u8"
     page = browser.new_page()
     log: list[str] = []
