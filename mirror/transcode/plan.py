@@ -56,6 +56,11 @@ AAC_LAYOUTS = {1: "mono", 2: "stereo", 3: "3.0", 4: "4.0", 5: "5.0", 6: "5.1"}
 # is re-encoded (audio encoding is cheap) and padded with silence to start with the video.
 # Less than half an AAC frame; muxers round starts to the millisecond.
 MAX_COPY_START_GAP_S = 0.010
+# AAC is copied only up to stereo. Above, its channel configuration may be 0 with a
+# program config element (some encoders write 5.1 so), which browsers refuse and
+# verification then fails for good; neither `ffmpeg -i` nor Jellyfin tells the two
+# apart, so multichannel AAC is re-encoded into configuration 6 (audio encoding is cheap).
+MAX_COPIED_AAC_CHANNELS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +288,10 @@ def _plan_audio(
     stream: FileStream, work_dir: Path, setting: str, *, bitrate: str, video_start_s: float
 ) -> AudioOutput:
     copy = setting == "copy" or (
-        setting == "auto" and _is(stream.codec, _AAC_NAMES) and _starts_with(stream, video_start_s)
+        setting == "auto"
+        and _is(stream.codec, _AAC_NAMES)
+        and _starts_with(stream, video_start_s)
+        and (stream.channels or 0) <= MAX_COPIED_AAC_CHANNELS
     )
     too_many = stream.channels is not None and stream.channels > MAX_AUDIO_CHANNELS
     channels = min(stream.channels, MAX_AUDIO_CHANNELS) if stream.channels else None
