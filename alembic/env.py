@@ -25,6 +25,18 @@ def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
     return True
 
 
+# Expression indexes whose text Postgres reflects in its own spelling (casts, parentheses,
+# the operator class), which autogenerate cannot compare: their migration owns them, and
+# tests/integration/test_titles_migration.py checks them.
+UNCOMPARED_INDEXES = frozenset({"ix_jobs_title_search"})
+
+
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
+    return not (type_ == "index" and name in UNCOMPARED_INDEXES)
+
+
 def run_with(connection: Connection) -> None:
     connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
     context.configure(
@@ -32,6 +44,7 @@ def run_with(connection: Connection) -> None:
         target_metadata=target_metadata,
         include_schemas=True,
         include_name=include_name,
+        include_object=include_object,
         version_table_schema=SCHEMA,
         compare_server_default=False,
     )

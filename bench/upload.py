@@ -87,7 +87,7 @@ def main() -> None:
     )
     print(
         f"ours (S3Storage.upload_files, part {part_size // MiB} MiB, "
-        f"{storage._transfer_config.max_request_concurrency} threads): {ours_mbs:.0f} MB/s median"
+        f"{storage._max_concurrency} threads): {ours_mbs:.0f} MB/s median"
     )
     print(
         f"aws s3 cp (defaults; whole process, start-up {startup:.2f} s): {peer_mbs:.0f} MB/s median"

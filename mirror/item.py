@@ -8,7 +8,78 @@ in the downloaded file is worked out from these facts, never taken from `index`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ItemTitle:
+    """What people call an item, and where it sits: the job row's title columns.
+
+    Jellyfin's Name, Type, SeriesName, ParentIndexNumber (season), IndexNumber
+    (episode), ProductionYear and the library it lives in, with the parent ids a
+    series' removal needs (SeriesId, SeasonId, ParentId). None where Jellyfin (or a
+    webhook body) did not say; a refresh keeps what it does not know (see mirror.db).
+    """
+
+    item_name: str | None = None
+    item_type: str | None = None
+    series_name: str | None = None
+    season_number: int | None = None
+    episode_number: int | None = None
+    year: int | None = None
+    library_name: str | None = None
+    series_id: str | None = None
+    season_id: str | None = None
+    parent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # Names come from files' tags and webhook bodies: whatever they hold, a row
+        # stores one line of text Postgres takes (no NUL, no lone surrogate).
+        for name in ("item_name", "item_type", "series_name", "library_name"):
+            object.__setattr__(self, name, storable_text(getattr(self, name)))
+
+    @property
+    def label(self) -> str | None:
+        return title_label(
+            self.item_name, self.series_name, self.season_number, self.episode_number, self.year
+        )
+
+
+# A title longer than this is no title a person reads; it is cut, not refused.
+MAX_TITLE_CHARS = 500
+
+
+def storable_text(value: str | None) -> str | None:
+    """`value` as one line of printable text: lone surrogates become U+FFFD, control and
+    line-separator characters spaces, runs of spaces one; None when nothing is left."""
+    if value is None:
+        return None
+    text = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = "".join(char if char.isprintable() else " " for char in text)
+    return " ".join(text.split())[:MAX_TITLE_CHARS] or None
+
+
+def title_label(
+    name: str | None,
+    series_name: str | None,
+    season_number: int | None,
+    episode_number: int | None,
+    year: int | None,
+) -> str | None:
+    """ "Series S01E02 Name" for an episode, "Name (Year)" otherwise; None when nameless.
+
+    The job_status view's `title` column spells it the same way (migration 0010).
+    """
+    if series_name is not None or season_number is not None or episode_number is not None:
+        number = ""
+        if season_number is not None:
+            number += f"S{season_number:02d}"
+        if episode_number is not None:
+            number += f"E{episode_number:02d}"
+        return " ".join(part for part in (series_name, number, name) if part) or None
+    if name is not None and year is not None:
+        return f"{name} ({year})"
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +135,9 @@ class MediaItem:
     is_remote: bool = False
     is_folder: bool = False
     etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
+    title: ItemTitle = field(
+        default_factory=ItemTitle
+    )  # name, series, season, episode, year, parent ids
 
     @property
     def video_streams(self) -> tuple[MediaStream, ...]:

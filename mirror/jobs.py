@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from mirror.errors import MirrorError
+from mirror.item import title_label
 
 
 class Status(enum.StrEnum):
@@ -81,10 +82,29 @@ class JobRecord:
     # Found gone from Jellyfin, and its objects deleted after MIRROR_DELETE_GRACE.
     removed_at: datetime | None = None
     objects_deleted_at: datetime | None = None
+    # What people call the item (mirror.item.ItemTitle): from the enqueue, the sweep,
+    # sync or the webhook, refreshed by each attempt from the item it fetched.
+    item_name: str | None = None
+    item_type: str | None = None
+    series_name: str | None = None
+    season_number: int | None = None
+    episode_number: int | None = None
+    year: int | None = None
+    library_name: str | None = None
+    series_id: str | None = None
+    season_id: str | None = None
+    parent_id: str | None = None
+
+    @property
+    def title(self) -> str | None:
+        """ "Series S01E02 Name" or "Name (Year)"; None until a title is known."""
+        return title_label(
+            self.item_name, self.series_name, self.season_number, self.episode_number, self.year
+        )
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-friendly dict for `--json` output."""
-        return row_json(self)
+        """JSON-friendly dict for `--json` output, with the readable `title`."""
+        return {**row_json(self), "title": self.title}
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from mirror.db.repository import JobRepository
-from mirror.jellyfin import ItemPage
+from mirror.item import ItemTitle
+from mirror.jellyfin import ItemPage, ItemSummary
 from mirror.sources import non_file_kind
 
 
@@ -57,8 +58,13 @@ def sweep_library(
     priority: int = 0,
     max_attempts: int = 3,
     on_page: PageProgress | None = None,
+    library_name: str | None = None,
 ) -> SweepResult:
-    """Enqueue the library page by page (one transaction per page, constant memory)."""
+    """Enqueue the library page by page (one transaction per page, constant memory).
+
+    Every listed item's jobs take its title (done ones too: a sweep brings old rows'
+    titles up to date); `library_name` is the library's, where the caller knows it.
+    """
     result = SweepResult()
     for page in lister.iter_library_pages(parent_id, item_types):
         ids = []
@@ -69,7 +75,11 @@ def sweep_library(
             else:  # its job would only fail: a .strm, a disc, a folder, a missing episode
                 result.skipped[kind] += 1
         enqueued = repo.enqueue(
-            ids, priority=priority, max_attempts=max_attempts, skip_mirrored=True
+            ids,
+            priority=priority,
+            max_attempts=max_attempts,
+            skip_mirrored=True,
+            titles=titles_of(page.items, library_name),
         )
         result.seen += len(page.items)
         result.queued += sum(1 for e in enqueued if e.created)
@@ -78,3 +88,8 @@ def sweep_library(
         if on_page is not None:
             on_page(result.seen, page.total)
     return result
+
+
+def titles_of(items: Sequence[ItemSummary], library_name: str | None) -> dict[str, ItemTitle]:
+    """The listed items' titles by item id, in the library the listing walked."""
+    return {item.id: replace(item.title, library_name=library_name) for item in items}

@@ -6,6 +6,7 @@ order they run, where the files go, and when the lease is checked.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
@@ -22,8 +23,8 @@ from mirror.heartbeat import Heartbeat
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.hls.subtitles import fetch_sidecar_subtitles
-from mirror.item import MediaItem, ServedFile
-from mirror.jobs import Lease, Mirrored
+from mirror.item import ItemTitle, MediaItem, ServedFile
+from mirror.jobs import Fence, Lease, Mirrored
 from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
 from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
 from mirror.phases import OverlappedPhases
@@ -41,6 +42,8 @@ from mirror.transcode import (
     run_transcode,
     verify_outputs,
 )
+from mirror.transcode.feed import FeedSource
+from mirror.transcode.moov_first import MoovFirstFeed, moov_first_feed, probe_moov_first
 from mirror.transcode.streamable import HEAD_BYTES, bytes_before_probe
 from mirror.transcode.verify import VerifiedOutputs
 from mirror.versions import ffmpeg_version, mirror_version
@@ -71,6 +74,16 @@ class MediaServer(Protocol):
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
 
+    def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
+        """Bytes [start, start + length) of the item's file; None if not served as asked."""
+        ...
+
+
+class TitleBook(Protocol):
+    """Where the attempt records the title of the item it fetched (JobRepository)."""
+
+    def refresh_title(self, job_id: uuid.UUID, token: uuid.UUID, title: ItemTitle) -> Fence: ...
+
 
 class ObjectStore(Protocol):
     """What the pipeline needs from the object store, S3 (S3Storage)."""
@@ -78,10 +91,6 @@ class ObjectStore(Protocol):
     def check_bucket(self) -> None: ...
 
     def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int: ...
-
-    def upload_files(
-        self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
-    ) -> Mapping[str, FileDigest]: ...
 
     def stream_files(
         self,
@@ -103,12 +112,13 @@ class OutputUpload(Protocol):
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None: ...
 
-    def finish(self) -> Mapping[str, FileDigest]:
-        """The files are final: send the rest; their size and SHA-256 by key."""
+    def finish(self, more: Sequence[Upload] = ()) -> Mapping[str, FileDigest]:
+        """The files are final: send the rest, and `more` files made since (playlists,
+        subtitles) in the same byte count; every file's size and SHA-256 by key."""
         ...
 
     def publish(self) -> None:
-        """Complete the uploads: the moment the outputs become visible."""
+        """Complete the uploads in order: the moment the outputs become visible."""
         ...
 
     def wait_for_room(self, bound: int) -> None:
@@ -140,10 +150,16 @@ class MirrorPipeline:
     unprobed_timeout: float = 24 * 3600.0
     # MIRROR_JELLYFIN_MAX_DOWNLOADS: downloads at once across all workers (no cap by default).
     download_gate: DownloadGate = NO_DOWNLOAD_CAP
+    # Each attempt refreshes the job's title from the item it fetched (None: not kept).
+    titles: TitleBook | None = None
 
     def __call__(self, lease: Lease, heartbeat: Heartbeat) -> Mirrored:
         # A silent Jellyfin or S3 must not hold a shutdown or a stall watchdog back.
         item = abortably(heartbeat.abort, lambda: self.media.get_item(lease.job.item_id))
+        # First, so a job that fails below still says which item it was. A cancel or a
+        # lost lease this reports is the heartbeat's to act on, at its next beat.
+        if self.titles is not None:
+            self.titles.refresh_title(lease.job_id, lease.token, item.title)
         # A .strm, a disc image, a missing episode or a folder is never downloaded.
         require_media_file(item.id, item.name, item)
         require_probed(item, give_up_after=self.unprobed_timeout)
@@ -162,7 +178,7 @@ class MirrorPipeline:
             download = partial(self._download, lease, item, growing, phases, stop)
             with BackgroundCall(download, stop, name="download") as downloading:
                 # Map from the file itself (Jellyfin numbers sidecars first), check its list.
-                plan, fed = self._plan_from_file(item, workspace.file("out"), growing)
+                plan, fed = self._plan_from_file(item, workspace.file("out"), growing, stop)
                 uploads, audio_entries = self._uploads(lease.job.item_id, plan)
                 # A killed attempt's unfinished uploads of these keys go before ours begin.
                 keys = [upload.key for upload in uploads]
@@ -182,19 +198,21 @@ class MirrorPipeline:
                         wait_for_room=room,
                     )
                     served = downloading.join()  # the size and Last-Modified it received
+                    if fed is not None:  # what ffmpeg read (a moov fetched first) is that file
+                        fed.require_unchanged()
                     source.unlink(missing_ok=True)  # read whole, and no attempt needs to resume it
                     phases.finished("transcode")
                     plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
                     # Nothing becomes visible unless every output holds what the plan says.
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
-                    digests = dict(outputs.finish())
                     # hls: subtitles and playlists (the master last) from the files' fragments.
                     extra: list[Upload] = []
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
+                    # They join the outputs' upload: one byte count for every object.
+                    digests = dict(outputs.finish(extra))
                     # A worker paused past stale_timeout finds out here, before S3 shows it.
                     heartbeat.checkpoint()
-                    outputs.publish()
-            digests |= self.store.upload_files(extra, on_progress=phases, abort=stop)
+                    outputs.publish()  # in order: media, subtitles, playlists, master
             uploads += extra
             for entry, audio in zip(audio_entries, verified.audio, strict=True):
                 entry["duration_s"] = audio.duration_s
@@ -281,19 +299,25 @@ class MirrorPipeline:
         return served
 
     def _plan_from_file(
-        self, item: MediaItem, output_dir: Path, source: GrowingFile
-    ) -> tuple[TranscodePlan, GrowingFile | None]:
+        self, item: MediaItem, output_dir: Path, source: GrowingFile, stop: AbortSignal
+    ) -> tuple[TranscodePlan, FeedSource | None]:
         """The plan, and the source to feed ffmpeg while it downloads (None: read the
         finished file). A file ffmpeg can read front to back is planned from a quick
-        probe of its first bytes; the rest waits for the whole file, as any doubt does."""
+        probe of its first bytes, an MP4 with the moov at the end from its moov fetched
+        first; the rest waits for the whole file, as any doubt does."""
         ffmpeg_path = self.transcode.ffmpeg_path
         with source.path.open("rb") if source.wait_for(HEAD_BYTES) else nullcontext() as file:
-            needed = bytes_before_probe(file.read(HEAD_BYTES)) if file else None
+            head = file.read(HEAD_BYTES) if file else b""
+        needed = bytes_before_probe(head)
         if needed is not None and not source.finished:
             source.wait_for(needed)
             with suppress(PermanentError):  # e.g. a stream the first bytes do not show yet
                 probe = probe_file(source.path, ffmpeg_path, quick=True)
                 return self._plan(item, output_dir, source.path, probe), source
+        elif not source.finished and (moov := self._moov_first(item, source, head, stop)):
+            with suppress(PermanentError):
+                probe = probe_moov_first(moov, output_dir.parent / "probe.mp4", ffmpeg_path)
+                return self._plan(item, output_dir, source.path, probe), moov
         source.wait_until_finished()
         try:
             probe = probe_file(source.path, ffmpeg_path, quick=True)
@@ -302,6 +326,16 @@ class MirrorPipeline:
             # A header-only probe can miss streams a container reveals late (MPEG-TS).
             probe = probe_file(source.path, ffmpeg_path)
             return self._plan(item, output_dir, source.path, probe), None
+
+    def _moov_first(
+        self, item: MediaItem, source: GrowingFile, head: bytes, stop: AbortSignal
+    ) -> MoovFirstFeed | None:
+        """An MP4 with the moov at the end: its moov by a range request, fed first."""
+
+        def fetch(start: int, length: int) -> bytes | None:
+            return abortably(stop, lambda: self.media.fetch_range(item.id, start, length))
+
+        return moov_first_feed(source, head, item.size, fetch)
 
     def _plan(
         self, item: MediaItem, output_dir: Path, source: Path, probe: ProbedFile | None = None

@@ -160,8 +160,14 @@ class Settings(BaseSettings):
     s3_endpoint_url: str | None = None
     s3_access_key_id: Secret = None
     s3_secret_access_key: Secret = None
+    # The S3 endpoint as a browser reaches it (a published port, a reverse-proxy path, a
+    # CDN): the player's media URLs point there; unset: MIRROR_S3_ENDPOINT_URL.
+    s3_public_url: str | None = None
+    # true: the bucket (or the CDN at MIRROR_S3_PUBLIC_URL) serves the objects to anyone,
+    # so the player links them unsigned; false: presigned URLs.
+    s3_public_bucket: bool = False
     # 16 MiB: 1.4x the throughput of 64 MiB parts to the same endpoint (bench/upload.py);
-    # s3transfer raises it by itself for files that would need over 10,000 parts.
+    # S3 takes 10,000 parts per object: 16 MiB parts hold outputs up to 156 GiB each.
     s3_part_size: Size = 16 * 1024 * 1024
 
     video_codec: VideoCodecSetting = "auto"
@@ -227,7 +233,7 @@ class Settings(BaseSettings):
             raise ValueError("must be a postgresql:// or postgresql+psycopg:// URL")
         return url
 
-    @field_validator("jellyfin_url", "s3_endpoint_url", "public_url")
+    @field_validator("jellyfin_url", "s3_endpoint_url", "s3_public_url", "public_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
         if url is None or not url.strip():

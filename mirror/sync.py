@@ -10,13 +10,15 @@ by page like the sweep (same listing, same constant memory) and acts on the resu
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
 from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
-from mirror.library_sweep import LibraryLister, PageProgress
+from mirror.item import ItemTitle
+from mirror.jellyfin import ItemSummary
+from mirror.library_sweep import LibraryLister, PageProgress, titles_of
 from mirror.sources import non_file_kind
 
 # Facts compared between the row's `source` and the listing, when both sides have them.
@@ -123,7 +125,9 @@ class SyncJobs(Protocol):
 
     def mirrored_item_ids(self) -> set[str]: ...
 
-    def requeue(self, item_ids: Sequence[str]) -> int: ...
+    def requeue(self, item_ids: Sequence[str], titles: Mapping[str, ItemTitle]) -> int: ...
+
+    def record_titles(self, titles: Mapping[str, ItemTitle]) -> None: ...
 
     def restore(self, item_ids: Sequence[str]) -> list[str]: ...
 
@@ -154,6 +158,75 @@ class SyncLister(LibraryLister, Protocol):
     def existing_item_ids(self, item_ids: Sequence[str], batch: int = ...) -> set[str]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Classified:
+    """One listed item, its class, what changed (CHANGED) or what it is (SKIPPED)."""
+
+    item: ItemSummary
+    kind: SyncClass
+    changes: list[str]
+    not_a_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedPage:
+    """One listing page classified, and how many jobs acting on it created."""
+
+    entries: list[Classified]
+    queued: int
+
+
+def classify_page(
+    items: Iterable[ItemSummary], histories: Mapping[str, ItemHistory]
+) -> list[Classified]:
+    """`classify` for each item of a page; not one media file is SKIPPED, as in a sweep."""
+    entries = []
+    for item in items:
+        not_a_file = non_file_kind(item)
+        if not_a_file is not None:  # its job would only fail, as in a sweep
+            entries.append(Classified(item, SyncClass.SKIPPED, [], not_a_file))
+            continue
+        kind, changes = classify(item.fingerprint(), histories.get(item.id))
+        entries.append(Classified(item, kind, changes))
+    return entries
+
+
+def sync_pages(
+    lister: LibraryLister,
+    jobs: SyncJobs,
+    parent_id: str,
+    *,
+    item_types: Sequence[str],
+    dry_run: bool,
+    on_page: PageProgress | None = None,
+    library_name: str | None = None,
+) -> Iterator[SyncedPage]:
+    """Walk the library page by page (constant memory): classify each page and, unless
+    `dry_run`, queue its NEW and CHANGED items and keep its RESTORED items' mirrors.
+
+    `sync_library` and the dashboard's library page both walk with this, so they count
+    alike; what is kept of each page is the caller's choice.
+    """
+    handled = 0
+    for page in lister.iter_library_pages(parent_id, item_types):
+        entries = classify_page(page.items, jobs.histories([item.id for item in page.items]))
+        queued = 0
+        if not dry_run:
+            to_queue = [e.item.id for e in entries if e.kind in QUEUE_CLASSES]
+            back = [e.item.id for e in entries if e.kind is SyncClass.RESTORED]
+            # Every listed item's jobs take its title (old rows too), new jobs start with it.
+            titles = titles_of(page.items, library_name)
+            jobs.record_titles(titles)
+            if to_queue:
+                queued = jobs.requeue(to_queue, {i: titles[i] for i in to_queue})
+            if back:  # marked removed, listed again: their mirror stays
+                jobs.restore(back)
+        yield SyncedPage(entries, queued)
+        handled += len(page.items)
+        if on_page is not None:
+            on_page(handled, page.total)
+
+
 def sync_library(
     lister: SyncLister,
     jobs: SyncJobs,
@@ -163,6 +236,7 @@ def sync_library(
     dry_run: bool,
     deletion: Deletion | None,
     on_page: PageProgress | None = None,
+    library_name: str | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
@@ -174,35 +248,24 @@ def sync_library(
     """
     report = SyncReport(dry_run=dry_run, delete=deletion is not None)
     seen: set[str] = set()
-    handled = 0
-    for page in lister.iter_library_pages(parent_id, item_types):
-        histories = jobs.histories([item.id for item in page.items])
-        to_queue: list[str] = []
-        back: list[str] = []  # marked removed, listed again: their mirror stays
-        for item in page.items:
-            seen.add(item.id)
-            report.names[item.id] = item.name
-            not_a_file = non_file_kind(item)
-            if not_a_file is not None:  # its job would only fail, as in a sweep
-                report.add(SyncClass.SKIPPED, item.id)
-                report.skipped_kinds[item.id] = not_a_file
-                continue
-            kind, changes = classify(item.fingerprint(), histories.get(item.id))
-            report.add(kind, item.id)
-            if changes:
-                report.changes[item.id] = changes
-            if kind in QUEUE_CLASSES:
-                to_queue.append(item.id)
-            elif kind is SyncClass.RESTORED:
-                back.append(item.id)
-        if not dry_run:
-            if to_queue:
-                report.queued += jobs.requeue(to_queue)
-            if back:
-                jobs.restore(back)
-        handled += len(page.items)
-        if on_page is not None:
-            on_page(handled, page.total)
+    for page in sync_pages(
+        lister,
+        jobs,
+        parent_id,
+        item_types=item_types,
+        dry_run=dry_run,
+        on_page=on_page,
+        library_name=library_name,
+    ):
+        report.queued += page.queued
+        for entry in page.entries:
+            seen.add(entry.item.id)
+            report.names[entry.item.id] = entry.item.name
+            report.add(entry.kind, entry.item.id)
+            if entry.changes:
+                report.changes[entry.item.id] = entry.changes
+            if entry.not_a_file is not None:
+                report.skipped_kinds[entry.item.id] = entry.not_a_file
     mirrored = jobs.mirrored_item_ids()
     removed = _removed(lister, mirrored - seen)
     for item_id in removed:

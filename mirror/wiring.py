@@ -22,16 +22,20 @@ from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
+from mirror.errors import ConfigError
 from mirror.logs import get_logger
 from mirror.settings import Settings
 
 # The worker's adapters (httpx, boto3, the pipeline) are imported where they are built:
 # `mirror show`, `mirror jobs` and `mirror serve` start without them (about 0.3 s each).
 if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
     from mirror.download_gate import DownloadGate
     from mirror.jellyfin.client import JellyfinClient
     from mirror.pipeline import TranscodeOptions
     from mirror.s3.bucket import Bucket
+    from mirror.s3.links import ObjectLink
     from mirror.s3.storage import S3Storage
     from mirror.worker import Worker
 
@@ -148,7 +152,8 @@ def worker_name(slot: int | None = None) -> str:
     return base if slot is None else f"{base}:{slot}"
 
 
-def jellyfin_client(settings: Settings) -> JellyfinClient:
+def jellyfin_client(settings: Settings, *, retry_attempts: int = 5) -> JellyfinClient:
+    """The client of MIRROR_JELLYFIN_URL; fewer `retry_attempts` where a person waits."""
     from mirror.jellyfin.client import JellyfinClient
 
     settings.require("jellyfin_url", "jellyfin_api_key")
@@ -157,6 +162,7 @@ def jellyfin_client(settings: Settings) -> JellyfinClient:
         settings.jellyfin_url,
         settings.jellyfin_api_key.get_secret_value(),
         download_rate_limit=settings.download_rate_limit,
+        retry_attempts=retry_attempts,
     )
 
 
@@ -189,6 +195,34 @@ def s3_storage_for(settings: Settings, **overrides: Any) -> S3Storage:
         part_size=settings.s3_part_size,
         **overrides,
     )
+
+
+def object_links(settings: Settings, client: S3Client) -> ObjectLink:
+    """How the player links the bucket's objects for browsers (mirror.s3.links): plain
+    URLs of a public bucket, presigned for MIRROR_S3_PUBLIC_URL, else presigned by
+    `client` (the endpoint `mirror serve` itself uses)."""
+    from mirror.s3 import links
+
+    assert settings.s3_bucket is not None
+    public_url = settings.s3_public_url
+    if settings.s3_public_bucket:
+        if public_url is None:
+            raise ConfigError(
+                "MIRROR_S3_PUBLIC_BUCKET=true needs MIRROR_S3_PUBLIC_URL: where browsers "
+                "fetch the bucket's objects (<url>/<bucket>/<key>)"
+            )
+        return links.plain_links(public_url, settings.s3_bucket)
+    if public_url is None:
+        return links.presigned_links(client, settings.s3_bucket)
+    key_id = settings.s3_access_key_id
+    secret = settings.s3_secret_access_key
+    signer, path_prefix = links.public_client(
+        public_url,
+        region=settings.s3_region,
+        access_key_id=key_id.get_secret_value() if key_id else None,
+        secret_access_key=secret.get_secret_value() if secret else None,
+    )
+    return links.presigned_links(signer, settings.s3_bucket, path_prefix=path_prefix)
 
 
 def download_gate(settings: Settings) -> DownloadGate:
@@ -251,6 +285,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         free_space_reserve=settings.free_space_reserve,
         unprobed_timeout=settings.unprobed_timeout,
         download_gate=download_gate(settings),
+        titles=repo,
     )
     policy = AttemptPolicy(
         heartbeat_interval=settings.heartbeat_interval,

@@ -9,6 +9,7 @@ pytest_plugins = [
     "tests.fixtures.stack",
     "tests.fixtures.tcp_proxy",
     "tests.fixtures.inprocess",
+    "tests.fixtures.shape_corpus",
 ]
 
 

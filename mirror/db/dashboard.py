@@ -20,11 +20,9 @@ from mirror.db.counters import count_due, fold, read_totals
 from mirror.db.records import JobRecord
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import JOBS as _JOBS
+from mirror.db.titles import TITLE_MATCHES, like_pattern
 
 _COLUMNS = ", ".join(JobRecord.__slots__)
-# Names are only in heartbeat_data or the source path, in no index: a name search looks
-# at this many newest jobs (an item id search uses its index and sees every job).
-NAME_SEARCH_WINDOW = 20_000
 
 
 class BadCursor(ValueError):
@@ -103,15 +101,24 @@ class DashboardQueries:
         )
 
     def page(
-        self, *, status: str | None, limit: int, cursor: str | None = None
+        self,
+        *,
+        status: str | None,
+        limit: int,
+        cursor: str | None = None,
+        search: str | None = None,
     ) -> tuple[list[JobRecord], str | None]:
-        """Newest first; the cursor of the next page, None on the last."""
+        """Newest first; the cursor of the next page, None on the last. `search`: only
+        jobs whose series or item name contains it (the title's trigram index)."""
         after = decode_cursor(cursor) if cursor else None
         where = ["TRUE"]
         params: dict[str, Any] = {"limit": limit + 1}
         if status is not None:
             where.append("status = :status")
             params["status"] = status
+        if search is not None:
+            where.append(TITLE_MATCHES)
+            params["pattern"] = like_pattern(search)
         if after is not None:
             where.append("(created_at, id) < (:created, :id)")
             params["created"], params["id"] = after
@@ -127,8 +134,9 @@ class DashboardQueries:
         return records, None
 
     def search(self, query: str, *, limit: int = 50) -> list[JobRecord]:
-        """Jobs whose item id starts with `query` (dashes and case ignored), or whose item
-        name (heartbeat_data, else the source path) contains it among the newest jobs."""
+        """Jobs whose item id starts with `query` (dashes and case ignored), else whose
+        series or item name contains it (any case), over all jobs: the id through
+        ix_jobs_item_created, the title through its trigram index (mirror.db.titles)."""
         hexed = query.replace("-", "").strip().lower()
         with self.engine.connect() as conn:
             if hexed and all(c in "0123456789abcdef" for c in hexed) and len(hexed) >= 6:
@@ -142,21 +150,10 @@ class DashboardQueries:
                     return by_id
             return _records(
                 conn,
-                f"""SELECT {_COLUMNS} FROM (
-                        SELECT * FROM {_JOBS} ORDER BY created_at DESC LIMIT :window
-                    ) AS recent
-                    WHERE COALESCE(heartbeat_data ->> 'name', source ->> 'path') ILIKE :pattern
-                    ORDER BY created_at DESC LIMIT :limit""",
-                {
-                    "window": NAME_SEARCH_WINDOW,
-                    "pattern": "%" + _like_escape(query.strip()) + "%",
-                    "limit": limit,
-                },
+                f"SELECT {_COLUMNS} FROM {_JOBS} WHERE {TITLE_MATCHES} "
+                "ORDER BY created_at DESC LIMIT :limit",
+                {"pattern": like_pattern(query), "limit": limit},
             )
-
-
-def _like_escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _records(conn: Connection, sql: str, params: dict[str, Any]) -> list[JobRecord]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
 
 from sqlalchemy import Connection, Engine, text
 
@@ -13,7 +14,17 @@ from mirror.db.job_reads import get_job
 from mirror.db.records import Enqueued, JobRecord, JobStateError
 from mirror.db.removals import restore_on
 from mirror.db.schema import JOBS as _JOBS
-from mirror.item import normalize_item_id
+from mirror.db.titles import TITLE_COLUMNS, TITLE_INTEGERS, record_titles
+from mirror.item import ItemTitle, normalize_item_id
+
+_NO_TITLE = ItemTitle()
+_TITLES = ", ".join(TITLE_COLUMNS)
+# A new job starts with the facts given, else what the item's newest job knew (a re-mirror).
+_TITLE_VALUES = ", ".join(
+    f"COALESCE(CAST(:{column} AS {'integer' if column in TITLE_INTEGERS else 'text'}), "
+    f"newest.{column})"
+    for column in TITLE_COLUMNS
+)
 
 
 @raises_unavailable
@@ -29,8 +40,12 @@ class JobIntake:
         priority: int = 0,
         max_attempts: int = 3,
         skip_mirrored: bool = False,
+        titles: Mapping[str, ItemTitle] | None = None,
     ) -> list[Enqueued]:
         """One job per item unless it has an active one (returned as is).
+
+        `titles` (by item id): what the caller knows of each item; new jobs start with it
+        and the item's existing jobs (done ones too) take it (mirror.db.titles).
 
         `skip_mirrored` (library sweeps, webhook): items with a `done` job are skipped
         and not returned. Raises ValueError for a malformed id before inserting anything.
@@ -38,11 +53,16 @@ class JobIntake:
         again first (mirror.db.removals), so a sweep or ItemAdded keeps its mirror.
         """
         normalized = [normalize_item_id(raw) for raw in item_ids]
+        known = {normalize_item_id(raw): title for raw, title in (titles or {}).items()}
         results: list[Enqueued] = []
         with self.engine.begin() as conn:
             restore_on(conn, normalized)
+            record_titles(conn, known)
             for item_id in dict.fromkeys(normalized):
-                result = self._enqueue_one(conn, item_id, priority, max_attempts, skip_mirrored)
+                title = known.get(item_id, _NO_TITLE)
+                result = self._enqueue_one(
+                    conn, item_id, priority, max_attempts, skip_mirrored, title
+                )
                 if result is not None:
                     results.append(result)
             if any(r.created for r in results):
@@ -56,6 +76,7 @@ class JobIntake:
         priority: int,
         max_attempts: int,
         skip_mirrored: bool,
+        title: ItemTitle,
     ) -> Enqueued | None:
         mirrored_guard = (
             f"AND NOT EXISTS (SELECT 1 FROM {_JOBS} WHERE item_id = :item_id AND status = 'done')"
@@ -68,14 +89,23 @@ class JobIntake:
             row = conn.execute(
                 text(
                     f"""
-                    INSERT INTO {_JOBS} (item_id, priority, max_attempts)
-                    SELECT :item_id, :priority, :max_attempts
+                    INSERT INTO {_JOBS} (item_id, priority, max_attempts, {_TITLES})
+                    SELECT :item_id, :priority, :max_attempts, {_TITLE_VALUES}
+                    FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+                        SELECT * FROM {_JOBS} WHERE item_id = :item_id
+                        ORDER BY created_at DESC LIMIT 1
+                    ) AS newest ON TRUE
                     WHERE TRUE {mirrored_guard}
                     ON CONFLICT (item_id) WHERE status IN ('new', 'processing') DO NOTHING
                     RETURNING {JOB_COLUMNS}
                     """
                 ),
-                {"item_id": item_id, "priority": priority, "max_attempts": max_attempts},
+                {
+                    "item_id": item_id,
+                    "priority": priority,
+                    "max_attempts": max_attempts,
+                    **asdict(title),
+                },
             ).first()
             if row is not None:
                 return Enqueued(record_of(row), created=True)

@@ -10,6 +10,7 @@ from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import JOB_COLUMNS, record_of
 from mirror.db.records import JobNotFound, JobRecord
 from mirror.db.schema import JOBS as _JOBS
+from mirror.db.titles import TITLE_MATCHES, like_pattern
 from mirror.item import normalize_item_id
 
 
@@ -37,19 +38,30 @@ class JobReads:
             raise JobNotFound(f"no job for item {item_id}")
         return record_of(row)
 
-    def list(self, *, status: str | None = None, limit: int = 50) -> list[JobRecord]:
-        """Newest first; active jobs before finished ones so `mirror jobs` shows work first."""
+    def list(
+        self, *, status: str | None = None, limit: int = 50, search: str | None = None
+    ) -> list[JobRecord]:
+        """Newest first; active jobs before finished ones so `mirror jobs` shows work first.
+
+        `search`: only jobs whose series or item name contains it (any case), over all
+        jobs through the title's trigram index.
+        """
+        where = ["(CAST(:status AS text) IS NULL OR status = :status)"]
+        params: dict[str, object] = {"status": status, "limit": limit}
+        if search is not None and search.strip():
+            where.append(TITLE_MATCHES)
+            params["pattern"] = like_pattern(search)
         with self.engine.connect() as conn:
             rows = conn.execute(
                 text(
                     f"""
                     SELECT {JOB_COLUMNS} FROM {_JOBS}
-                    WHERE (CAST(:status AS text) IS NULL OR status = :status)
+                    WHERE {" AND ".join(where)}
                     ORDER BY (status IN ('new', 'processing')) DESC, created_at DESC
                     LIMIT :limit
                     """
                 ),
-                {"status": status, "limit": limit},
+                params,
             ).all()
         return [record_of(row) for row in rows]
 

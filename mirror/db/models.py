@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from mirror.db.schema import SCHEMA
+from mirror.db.schema import SCHEMA, TITLE_SEARCH_TEXT
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -86,6 +86,17 @@ class Job(Base):
     # (after MIRROR_DELETE_GRACE); both null for an item Jellyfin has.
     removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     objects_deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # What people call the item and where it sits (migration 0010; mirror.item.ItemTitle).
+    item_name: Mapped[str | None] = mapped_column(Text)
+    item_type: Mapped[str | None] = mapped_column(Text)
+    series_name: Mapped[str | None] = mapped_column(Text)
+    season_number: Mapped[int | None] = mapped_column(Integer)
+    episode_number: Mapped[int | None] = mapped_column(Integer)
+    year: Mapped[int | None] = mapped_column(Integer)
+    library_name: Mapped[str | None] = mapped_column(Text)
+    series_id: Mapped[str | None] = mapped_column(Text)
+    season_id: Mapped[str | None] = mapped_column(Text)
+    parent_id: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         CheckConstraint(
@@ -123,6 +134,15 @@ class Job(Base):
             "removed_at",
             postgresql_where=text("removed_at IS NOT NULL AND objects_deleted_at IS NULL"),
         ),
+        # The title search: ILIKE over series and item name, a GIN trigram index where
+        # pg_trgm could be created (migration 0010 falls back to a plain one).
+        Index(
+            "ix_jobs_title_search",
+            text(TITLE_SEARCH_TEXT),
+            postgresql_using="gin",
+        ),
+        # A deleted series' episodes (issue 25).
+        Index("ix_jobs_series_id", "series_id"),
     )
 
 

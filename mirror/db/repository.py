@@ -2,7 +2,8 @@
 
 The statements live by concern, each named after what it does: the lease's life
 (`leases`: claim, heartbeat, reaper), how an attempt ends (`end_states`), what people
-do to the queue (`intake`: enqueue, cancel, retry) and reads (`job_reads`). Every
+do to the queue (`intake`: enqueue, cancel, retry), reads (`job_reads`) and the items'
+titles (`titles`). Every
 statement that changes a claimed job is fenced by its `lease_token` (`fencing`).
 """
 
@@ -24,6 +25,7 @@ from mirror.db.records import (
     Rescued,
 )
 from mirror.db.schema import NOTIFY_CHANNEL
+from mirror.db.titles import JobTitles
 
 __all__ = [
     "NOTIFY_CHANNEL",
@@ -39,7 +41,7 @@ __all__ = [
 ]
 
 
-class JobRepository(JobIntake, JobLeases, JobEndStates, JobReads):
+class JobRepository(JobIntake, JobLeases, JobEndStates, JobReads, JobTitles):
     """The queue's statements; each method is one short transaction."""
 
     def __init__(self, engine: Engine) -> None:

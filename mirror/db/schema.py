@@ -15,6 +15,7 @@ __all__ = [
     "NOTIFY_CHANNEL",
     "SCHEMA",
     "STATUSES",
+    "TITLE_SEARCH_TEXT",
     "Status",
 ]
 
@@ -24,3 +25,6 @@ ATTEMPTS = f"{SCHEMA}.job_attempts"
 COUNTERS = f"{SCHEMA}.counters"
 # enqueue NOTIFYs it; a worker's LISTEN connection (mirror.db.listen) wakes its claim loop.
 NOTIFY_CHANNEL = "media_mirror_jobs"
+# What the title search matches (ILIKE), exactly as ix_jobs_title_search indexes it
+# (migration 0010), so the planner can use the trigram index.
+TITLE_SEARCH_TEXT = "(COALESCE(series_name, '') || ' ' || COALESCE(item_name, ''))"

@@ -47,11 +47,12 @@ from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.durations import format_bytes
 from mirror.errors import ConfigError, MirrorError
 from mirror.logs import RedactSecrets
-from mirror.settings import load_settings
+from mirror.settings import Settings, load_settings
 from mirror.transcode import find_ffmpeg
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import CORSConfigurationTypeDef
 
 BUCKET = "mirror-demo"
 PREFIX = "demo"
@@ -61,6 +62,23 @@ SAMPLES: tuple[tuple[SampleKind, str], ...] = (
     ("h264_aac", "Demo Remux (H.264 + AAC, copied)"),
     ("mpeg4_mp3", "Demo Re-encode (MPEG-4 + MP3, to H.264 + AAC)"),
 )
+
+
+# What `mirror demo --serve` runs before the teardown: the web app over the demo's
+# settings, database and items (the CLI builds it: the demo knows no web code).
+ServeDemo = Callable[[Settings, wiring.Database, list[str]], None]
+# The README's rule for a bucket that browsers read from another origin (the player).
+BROWSER_CORS: CORSConfigurationTypeDef = {
+    "CORSRules": [
+        {
+            "AllowedOrigins": ["*"],
+            "AllowedMethods": ["GET", "HEAD"],
+            "AllowedHeaders": ["*"],
+            "ExposeHeaders": ["Content-Length", "Content-Range", "ETag"],
+            "MaxAgeSeconds": 3600,
+        }
+    ]
+}
 
 
 @dataclass
@@ -77,8 +95,13 @@ def run_demo(
     config_file: Path | None = None,
     timeout_s: float = 300.0,
     verbose: bool = False,
+    serve: ServeDemo | None = None,
 ) -> DemoResult:
-    """Set everything up, mirror the samples, print the outcome; tear it all down."""
+    """Set everything up, mirror the samples, print the outcome; tear it all down.
+
+    With `serve`, it runs once the jobs are done (the dashboard and the player, until
+    Ctrl-C) while every service is still up; the teardown follows as always.
+    """
     started = time.monotonic()
     base = load_settings(config_file)  # only MIRROR_DATABASE_URL (and ffmpeg) matter here
     with ExitStack() as stack:
@@ -126,6 +149,8 @@ def run_demo(
         with _step(console, "S3 (SeaweedFS)") as say:
             s3_service = stack.enter_context(s3_server(root / "seaweedfs", BUCKET))
             s3 = s3_client(s3_service)
+            if serve is not None:  # the player's browser fetches the media from it
+                s3.put_bucket_cors(Bucket=s3_service.bucket, CORSConfiguration=BROWSER_CORS)
             say(f"{s3_service.endpoint_url}, bucket {s3_service.bucket}")
 
         settings = load_settings(
@@ -177,6 +202,8 @@ def run_demo(
                 f"{len(failed)} of {len(jobs)} jobs did not finish: item {first.item_id} "
                 f"is {first.status}: {first.error or 'no error recorded'}"
             )
+        if serve is not None:
+            serve(settings, db, item_ids)
     return DemoResult(jobs, objects, time.monotonic() - started, database)
 
 

@@ -1,7 +1,8 @@
 """HLS packaging: playlists with byte ranges into mirror's fragmented MP4 outputs.
 
 `fragments` reads a file's own fragment index, `playlists` renders text (both pure but
-for one read of a file's head), `package` writes an item's playlists before upload.
+for one read of a file's head), `timestamp_map` puts the subtitles on the video's clock,
+`package` writes an item's playlists (and maps its subtitles) before upload.
 """
 
 from mirror.hls.package import (

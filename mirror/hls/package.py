@@ -22,6 +22,7 @@ from mirror.hls.playlists import (
     media_playlist,
     subtitle_playlist,
 )
+from mirror.hls.timestamp_map import first_presentation_s, with_timestamp_map
 from mirror.transcode.picture import VideoRange
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 
@@ -53,7 +54,8 @@ def package_hls(
     height: int | None,
     video_range: VideoRange = "SDR",
 ) -> HlsPackage:
-    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master.
+    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master; put
+    every subtitle on the video's clock (`X-TIMESTAMP-MAP`, mirror.hls.timestamp_map).
 
     `width` x `height` is the size players show (RESOLUTION), `video_range` what the
     video.mp4 is tagged (VIDEO-RANGE, written for PQ and HLG: only a copy stays HDR).
@@ -87,8 +89,10 @@ def package_hls(
             )
         )
     duration = video_index.duration_s
+    video_start_s = first_presentation_s(plan.video.path, video_index)
     subtitle_renditions = []
     for sub in plan.subtitles:
+        _map_to_video(sub.path, video_start_s, plan.video.start_s)
         uri = playlist_path(sub.relative_path)
         body = subtitle_playlist(PurePosixPath(sub.relative_path).name, duration)
         written.append(_write(root, uri, body))
@@ -112,6 +116,15 @@ def _write_media(
     # The playlist sits beside its object, so the object is named by its file name alone.
     written.append(_write(root, relative, media_playlist(output.path.name, index)))
     return relative
+
+
+def _map_to_video(vtt: Path, media_start_s: float, clock_start_s: float) -> None:
+    """The cue at `clock_start_s` (ffmpeg's clock) goes with the video's first frame,
+    presented at `media_start_s` in video.mp4."""
+    # surrogateescape: bytes that are not UTF-8 go back out as they came in.
+    text = vtt.read_bytes().decode("utf-8", errors="surrogateescape")
+    mapped = with_timestamp_map(text, media_start_s, local_s=clock_start_s)
+    vtt.write_bytes(mapped.encode("utf-8", "surrogateescape"))
 
 
 def _write(root: Path, relative: str, body: str) -> PlaylistFile:

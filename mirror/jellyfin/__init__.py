@@ -5,6 +5,6 @@ is `mirror.jellyfin.client`, imported where a client is built, so commands that 
 talk to Jellyfin (`mirror show`, `mirror jobs`) start without it.
 """
 
-from mirror.jellyfin.models import ItemPage, ItemSummary, Library, require_item_id
+from mirror.jellyfin.models import ItemHit, ItemPage, ItemSummary, Library, require_item_id
 
-__all__ = ["ItemPage", "ItemSummary", "Library", "require_item_id"]
+__all__ = ["ItemHit", "ItemPage", "ItemSummary", "Library", "require_item_id"]

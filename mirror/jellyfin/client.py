@@ -30,8 +30,10 @@ from mirror.jellyfin.failures import (
     raise_for_status,
 )
 from mirror.jellyfin.models import (
+    ItemHit,
     ItemPage,
     Library,
+    parse_item_hit,
     parse_item_summary,
     parse_library,
     parse_media_item,
@@ -41,11 +43,15 @@ from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.progress import AbortSignal, ProgressCallback
 
 CLIENT_VERSION = "0.1.0"
-ITEM_FIELDS = "Path,MediaSources,MediaStreams"
-LISTING_FIELDS = "Path,MediaSources"
+# ParentId: the item's folder (an episode's season), kept with its jobs (mirror.item.ItemTitle).
+ITEM_FIELDS = "Path,MediaSources,MediaStreams,ParentId"
+LISTING_FIELDS = "Path,MediaSources,ParentId"
 # How long the server's version is trusted: long enough to cost one request per worker
 # now and then, short enough to notice an upgrade of Jellyfin without a restart.
 VERSION_TTL_S = 300.0
+# What the dashboard's title search finds: what can be mirrored, and its parents.
+SEARCH_TYPES = ("Movie", "Episode", "Series", "Season")
+MAX_SEARCH_TERM = 200
 
 
 def authorization_header(api_key: str) -> str:
@@ -204,6 +210,32 @@ class JellyfinClient:
             if not raw_items or start >= total:
                 return
 
+    def search_items(
+        self, term: str, *, item_types: Sequence[str] = SEARCH_TYPES, limit: int = 25
+    ) -> list[ItemHit]:
+        """Items whose title contains `term`, by Jellyfin's own search, best match first.
+
+        `/Items` without a userId, like the sweep: an API key acts as an administrator
+        and sees every library. Jellyfin orders by relevance when searchTerm is given.
+        """
+        term = term.strip()
+        if not term or len(term) > MAX_SEARCH_TERM:
+            raise PermanentError(f"a search term is 1 to {MAX_SEARCH_TERM} characters")
+        params = {
+            "searchTerm": term,
+            "recursive": "true",
+            "includeItemTypes": ",".join(item_types),
+            "excludeLocationTypes": "Virtual",  # missing episodes: nothing to mirror
+            "limit": str(limit),
+        }
+        data = self._get_json("/Items", params)
+        hits = []
+        for entry in _items_of(data, "/Items"):
+            hit = parse_item_hit(entry) if isinstance(entry, Mapping) else None
+            if hit is not None:
+                hits.append(hit)
+        return hits
+
     def existing_item_ids(self, item_ids: Sequence[str], batch: int = 100) -> set[str]:
         """Which of these items Jellyfin still has, in any library (`mirror sync`'s removed)."""
         found: set[str] = set()
@@ -277,6 +309,32 @@ class JellyfinClient:
                         raise classify_http_error("GET", path, exc) from exc
                     raise_for_status(response, path, item_id)
                     return response.content
+        except RetryableError as exc:
+            raise give_up(exc, self._retry.attempts) from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
+        """Bytes [start, start + length) of the item's file (an MP4's moov at its end),
+        or None when Jellyfin does not answer with exactly that range (206)."""
+        path = f"/Items/{require_item_id(item_id)}/Download"
+        headers = {"Range": f"bytes={start}-{start + length - 1}", "Accept-Encoding": "identity"}
+        try:
+            for attempt in self._retry.retrying():
+                with attempt:
+                    try:
+                        with self._download_http.stream("GET", path, headers=headers) as response:
+                            if response.status_code == 416:  # shorter than listed: no tail
+                                return None
+                            raise_for_status(response, path, item_id)
+                            served = response.headers.get("Content-Range", "")
+                            if response.status_code != 206 or not served.startswith(
+                                f"bytes {start}-"
+                            ):
+                                return None  # never read a whole file answered instead
+                            body = response.read()
+                    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                        raise classify_http_error("GET", path, exc) from exc
+                    return body if len(body) == length else None
         except RetryableError as exc:
             raise give_up(exc, self._retry.attempts) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")

@@ -7,12 +7,12 @@ and anything missing becomes None rather than an error.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mirror import item
 from mirror.errors import PermanentError
-from mirror.item import MediaItem, MediaStream
+from mirror.item import ItemTitle, MediaItem, MediaStream
 
 TICKS_PER_SECOND = 10_000_000  # Jellyfin's RunTimeTicks are 100 ns ticks
 
@@ -42,11 +42,40 @@ class ItemSummary:
     is_remote: bool = False
     video_type: str | None = None
     etag: str | None = None  # the media source's ETag: changes when its file does
+    title: ItemTitle = field(
+        default_factory=ItemTitle
+    )  # name, series, season, episode, year, parent ids
 
     def fingerprint(self) -> dict[str, object]:
         """The listing's side of `mirror sync`'s comparison, keyed like the `source` column."""
         facts = {"path": self.path, "size": self.size, "etag": self.etag}
         return {key: value for key, value in facts.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ItemHit:
+    """One answer of a title search: what a person needs to pick the right item."""
+
+    id: str
+    name: str
+    type: str  # Movie, Episode, Series, Season
+    year: int | None = None
+    series_name: str | None = None  # episodes and seasons
+    season_name: str | None = None  # episodes
+    index_number: int | None = None  # the episode's (or season's) number
+    parent_index_number: int | None = None  # the episode's season number
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "type": self.type,
+            "year": self.year,
+            "series_name": self.series_name,
+            "season_name": self.season_name,
+            "index_number": self.index_number,
+            "parent_index_number": self.parent_index_number,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +182,23 @@ def _choose_source(item_id: str, sources: Sequence[Any]) -> Mapping[str, Any] | 
     return mappings[0] if mappings else None
 
 
+def parse_item_title(data: Mapping[str, Any]) -> ItemTitle:
+    """What people call a `BaseItemDto` and where it sits; the library is not in it (the
+    sweep and sync know it by name, see `ItemTitle`)."""
+    episode = data.get("Type") == "Episode"  # a movie's IndexNumber is no episode number
+    return ItemTitle(
+        item_name=_str(data.get("Name")),
+        item_type=_str(data.get("Type")),
+        series_name=_str(data.get("SeriesName")),
+        season_number=_int(data.get("ParentIndexNumber")) if episode else None,
+        episode_number=_int(data.get("IndexNumber")) if episode else None,
+        year=_int(data.get("ProductionYear")),
+        series_id=_id_or_none(data.get("SeriesId")),
+        season_id=_id_or_none(data.get("SeasonId")),
+        parent_id=_id_or_none(data.get("ParentId")),
+    )
+
+
 def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
     """A `BaseItemDto` fetched with fields=Path,MediaSources,MediaStreams."""
     item_id = _id_or_none(data.get("Id"))
@@ -191,6 +237,7 @@ def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
         is_remote=src.get("IsRemote") is True,
         is_folder=data.get("IsFolder") is True,
         etag=_str(src.get("ETag")) or _str(data.get("Etag")),
+        title=parse_item_title(data),
     )
 
 
@@ -214,6 +261,24 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         is_remote=src.get("IsRemote") is True,
         video_type=_str(src.get("VideoType")) or _str(data.get("VideoType")),
         etag=_str(src.get("ETag")),
+        title=parse_item_title(data),
+    )
+
+
+def parse_item_hit(data: Mapping[str, Any]) -> ItemHit | None:
+    """One entry of a search answer; None when it has no usable Id."""
+    item_id = _id_or_none(data.get("Id"))
+    if item_id is None:
+        return None
+    return ItemHit(
+        id=item_id,
+        name=_str(data.get("Name")) or item_id,
+        type=_str(data.get("Type")) or "Unknown",
+        year=_int(data.get("ProductionYear")),
+        series_name=_str(data.get("SeriesName")),
+        season_name=_str(data.get("SeasonName")),
+        index_number=_int(data.get("IndexNumber")),
+        parent_index_number=_int(data.get("ParentIndexNumber")),
     )
 
 

@@ -1,30 +1,25 @@
 """S3 side of a job: where outputs go (key layout) and how they get there.
 
 Keys are a pure function of prefix, item and stream, so a retried job overwrites its
-earlier objects instead of forking new ones. Uploads go through one s3transfer
-`TransferManager` per job (multipart, parallel parts, parallel files); its threads report
-byte deltas that this module sums and hands to the job's progress callback. Each file is
-read through a `HashingReader`, so the upload yields its size and SHA-256 without a
-second pass, and every part carries a CRC32 that S3 checks before storing it. Every
+earlier objects instead of forking new ones. Every file goes up one way, `stream_files`
+(`mirror.s3.streaming`: multipart, parallel parts, the size and SHA-256 from the bytes
+sent, a CRC32 per part that S3 checks); only the manifest is one small PUT. Every
 failure leaves here as a `PermanentError` or `TransientError` with a short message.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from s3transfer.manager import TransferConfig, TransferManager
 
-from mirror.errors import ConfigError, MirrorError, TransientError
+from mirror.errors import ConfigError, MirrorError
 from mirror.objects import (
     FileDigest,
     Upload,
@@ -35,14 +30,8 @@ from mirror.objects import (
     video_key,
 )
 from mirror.progress import AbortSignal, ProgressCallback
-from mirror.s3.checksums import (
-    PART_CHECKSUM_ALGORITHM,
-    HashingReader,
-    IncompleteDigest,
-)
 from mirror.s3.errors import error_code, http_status, translate_error
 from mirror.s3.streaming import StreamingUpload
-from mirror.s3.upload_run import RunSubscriber, UploadRun
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -95,7 +84,6 @@ class S3Storage:
         max_attempts: int = 5,
         connect_timeout_s: float = 10.0,
         read_timeout_s: float = 60.0,
-        stop_grace_s: float = 10.0,
     ) -> None:
         if (access_key_id is None) != (secret_access_key is None):
             raise ConfigError("S3 access key id and secret access key must be given together")
@@ -105,9 +93,6 @@ class S3Storage:
         self.region = region
         self._part_size = part_size
         self._max_concurrency = max_concurrency
-        # How long a stopped upload may take to wind down (threads finishing a socket
-        # call) before the caller raises anyway and leaves the rest to the background.
-        self._stop_grace_s = stop_grace_s
         config = Config(
             region_name=region,
             # total_max_attempts counts the first try; botocore's max_attempts would not.
@@ -125,15 +110,6 @@ class S3Storage:
         )
         self._client: S3Client = session.client("s3", endpoint_url=endpoint_url, config=config)
         self.endpoint_url: str = self._client.meta.endpoint_url
-        # Files go up as file objects (see checksums.py), which s3transfer reads into
-        # memory part by part: at most max_in_memory_upload_chunks parts per job, one
-        # per request thread plus two read ahead (8 + 2 parts of 16 MiB at the defaults).
-        self._transfer_config = TransferConfig(
-            multipart_threshold=part_size,
-            multipart_chunksize=part_size,
-            max_request_concurrency=max_concurrency,
-            max_in_memory_upload_chunks=max_concurrency + 2,
-        )
 
     def __repr__(self) -> str:
         return f"S3Storage(bucket={self.bucket!r}, endpoint={self.endpoint_url!r})"
@@ -152,41 +128,12 @@ class S3Storage:
     def upload_files(
         self, uploads: Sequence[Upload], *, on_progress: ProgressCallback, abort: AbortSignal
     ) -> dict[str, FileDigest]:
-        """Upload all files in parallel; once every object is complete, return the size
-        and SHA-256 of each file by key, taken from the bytes the upload read.
-
-        Raises the progress callback's exception or the abort reason when either
-        stops the run (multipart uploads already begun are aborted by s3transfer).
-        """
-        abort.raise_if_set()
-        readers = self._open_all(uploads)
-        release = functools.partial(_close_all, readers)
-        total = sum(reader.size for reader in readers)
-        run = UploadRun(total, len(uploads), on_progress)
-        try:
-            on_progress(run.snapshot(0))
-        except BaseException:
-            release()
-            raise
-        if not uploads:
-            return {}
-        log.info("uploading %d files (%d bytes) to s3://%s", len(uploads), total, self.bucket)
-        finished = self._transfer(uploads, readers, run, abort, release)
-        if run.callback_error is not None:
-            raise run.callback_error
-        abort.raise_if_set()
-        if run.first_failure is not None:
-            raise self._translate(run.first_failure, "upload") from run.first_failure
-        if not finished:  # cannot happen without a stop or failure; kept as a guard
-            raise TransientError(f"S3 upload did not finish (endpoint {self.endpoint_url})")
-        try:
-            digests = {
-                upload.key: reader.digest() for upload, reader in zip(uploads, readers, strict=True)
-            }
-        except IncompleteDigest as exc:  # e.g. the file changed size while it was sent
-            raise TransientError(f"S3 upload cannot be vouched for: {exc}") from exc
-        on_progress(run.snapshot(total))
-        log.info("uploaded %d files to s3://%s", len(uploads), self.bucket)
+        """Final files through the one upload path (`stream_files`), visible once every
+        one is stored; their size and SHA-256 by key. For tools and tests: a job hands
+        its late files to the outputs' own run (`StreamingUpload.finish`)."""
+        with self.stream_files(uploads, follow=False, on_progress=on_progress, abort=abort) as run:
+            digests = run.finish()
+            run.publish()
         return digests
 
     def stream_files(
@@ -210,67 +157,6 @@ class S3Storage:
             abort=abort,
             translate=self._translate,
         )
-
-    def _transfer(
-        self,
-        uploads: Sequence[Upload],
-        readers: Sequence[HashingReader],
-        run: UploadRun,
-        abort: AbortSignal,
-        release: Callable[[], None],
-    ) -> bool:
-        """Submit every file to one TransferManager and wait; True once all are done.
-
-        `release` runs once the manager has shut down, which may be later, in the
-        background, when threads are still stuck in a socket call.
-        """
-        manager = TransferManager(self._client, self._transfer_config)
-        unregister = abort.on_abort(run.stop)
-        finished = False
-        submitted = 0
-        try:
-            subscriber = RunSubscriber(run)
-            for upload, reader in zip(uploads, readers, strict=True):
-                future = manager.upload(
-                    # A file object, not a path: s3transfer then reads each file once,
-                    # in order, in one thread, which lets HashingReader see every byte.
-                    cast(IO[Any], reader),
-                    self.bucket,
-                    upload.key,
-                    extra_args={
-                        "ContentType": upload.content_type,
-                        "ChecksumAlgorithm": PART_CHECKSUM_ALGORITHM,
-                    },
-                    subscribers=[subscriber],
-                )
-                submitted += 1
-                run.add_future(future)
-            run.wake.wait()
-            finished = run.all_done.wait(self._stop_grace_s)
-        except BaseException:
-            run.stop()
-            run.forget(len(uploads) - submitted)
-            finished = run.all_done.wait(self._stop_grace_s)
-            raise
-        finally:
-            unregister()
-            _shut_down(manager, wait=finished, then=release)
-        return finished
-
-    def _open_all(self, uploads: Sequence[Upload]) -> list[HashingReader]:
-        readers: list[HashingReader] = []
-        try:
-            for upload in uploads:
-                readers.append(HashingReader.open(upload.path))
-        except OSError as exc:
-            _close_all(readers)
-            raise TransientError(
-                f"S3 upload failed: cannot read {exc.filename}: {exc.strerror}"
-            ) from exc
-        except BaseException:
-            _close_all(readers)
-            raise
-        return readers
 
     def abort_stale_multipart_uploads(self, keys: Sequence[str]) -> int:
         """Abort unfinished multipart uploads of exactly these keys; return how many.
@@ -345,28 +231,3 @@ class S3Storage:
         return translate_error(
             exc, action, bucket=self.bucket, region=self.region, endpoint_url=self.endpoint_url
         )
-
-
-def _shut_down(manager: TransferManager, *, wait: bool, then: Callable[[], None]) -> None:
-    if wait:
-        try:
-            manager.shutdown()
-        finally:
-            then()
-        return
-
-    # Threads still stuck in a socket call: let them finish (and s3transfer abort the
-    # multipart uploads) in the background instead of holding up the job; the files
-    # they read stay open until then.
-    def shutdown() -> None:
-        try:
-            manager.shutdown(cancel=True)
-        finally:
-            then()
-
-    threading.Thread(target=shutdown, name="s3-shutdown", daemon=True).start()
-
-
-def _close_all(readers: Sequence[HashingReader]) -> None:
-    for reader in readers:
-        reader.close()

@@ -13,10 +13,14 @@ read before `finish`. Once a part is stored its media payload is punched out of 
 (`mirror.holes`), and `wait_for_room` lets ffmpeg's feeder wait while too much written
 output is not stored yet: the work dir stays near the item's size.
 
-Integrity as in `upload_files`: each part carries a CRC32 that S3 checks, and the size
-and SHA-256 come from the very bytes that were sent: the follower reads a part once, a
-MiB at a time, into the SHA-256 and the part's CRC32; the request then reads the same
-range from the file (`FileSlice`) and S3 refuses it unless its bytes match that CRC32.
+Files made after ffmpeg (playlists, subtitles) join the same run at `finish`, read once
+final, so one byte count covers every object of the item and `publish` makes them
+visible in the order given (the master playlist last).
+
+Integrity: each part carries a CRC32 that S3 checks, and the size and SHA-256 come from
+the very bytes that were sent: the follower reads a part once, a MiB at a time, into the
+SHA-256 and the part's CRC32; the request then reads the same range from the file
+(`FileSlice`) and S3 refuses it unless its bytes match that CRC32.
 
 Memory: no part is held whole. At most `max_concurrency + 2` parts are read and not yet
 stored, for all files together, and each costs botocore's read buffers while it is sent
@@ -68,9 +72,10 @@ class _Stopped(Exception):
 class _FileStream:
     """One output: its multipart upload, the parts sent so far, the hash of their bytes."""
 
-    def __init__(self, upload: Upload, growing: GrowingFile) -> None:
+    def __init__(self, upload: Upload, growing: GrowingFile, *, follow: bool) -> None:
         self.upload = upload
         self.growing = growing
+        self.follow = follow  # read while it grows, or only once final
         self.upload_id: str | None = None
         self.parts: dict[int, CompletedPartTypeDef] = {}
         self.hash = hashlib.sha256()
@@ -122,12 +127,15 @@ class StreamingUpload:
         # Our own stop: fired by the job's abort, a failed part or leaving unpublished.
         self._stop = AbortSignal()
         self._unlink = abort.on_abort(lambda: self._stop.trigger(_reason(abort)))
-        self._files = [_FileStream(u, GrowingFile(u.path, self._stop)) for u in uploads]
+        self._files = [
+            _FileStream(u, GrowingFile(u.path, self._stop), follow=follow) for u in uploads
+        ]
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="s3-part")
         self._slots = threading.Semaphore(max_concurrency + 2)
         self._lock = threading.Lock()
         self._failure: BaseException | None = None
         self._sent = 0
+        self._started = time.monotonic()
         self._last_report = 0.0
         self._followers: list[threading.Thread] = []
         self._futures: list[Future[None]] = []
@@ -136,12 +144,9 @@ class StreamingUpload:
     # --- the pipeline's side ---------------------------------------------------------
 
     def __enter__(self) -> StreamingUpload:
+        self._report(force=True)  # the upload began: 0 of what the files hold now
         for file in self._files:
-            thread = threading.Thread(
-                target=self._follow_file, args=(file,), name="s3-follow", daemon=True
-            )
-            thread.start()
-            self._followers.append(thread)
+            self._start_follower(file)
         return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
@@ -150,14 +155,22 @@ class StreamingUpload:
             self._abort_all()
         self._unlink()
 
-    def finish(self) -> dict[str, FileDigest]:
-        """Every file is final now: send the rest and wait for every part. Nothing is
-        visible yet. Returns each file's size and SHA-256 by key."""
+    def finish(self, more: Sequence[Upload] = ()) -> dict[str, FileDigest]:
+        """Every file is final now: send the rest, and `more` files made since (the
+        playlists, subtitles), in the same run and byte count; wait for every part.
+        Nothing is visible yet. Returns each file's size and SHA-256 by key."""
         for file in self._files:
             file.growing.finish()
+        for upload in more:
+            added = _FileStream(upload, GrowingFile(upload.path, self._stop), follow=False)
+            added.growing.finish()
+            with self._lock:
+                self._files.append(added)
+            self._start_follower(added)
         for thread in self._followers:
-            while thread.is_alive():
+            while thread.is_alive():  # a request may hang: a stop must not wait for it
                 thread.join(_SLOT_WAIT_S)
+                self._raise_if_failed()
         with self._lock:
             in_flight = list(self._futures)
         for future in in_flight:
@@ -169,7 +182,8 @@ class StreamingUpload:
         return {f.upload.key: FileDigest(f.size, f.hash.hexdigest()) for f in self._files}
 
     def publish(self) -> None:
-        """Complete every multipart upload: the moment the outputs become visible."""
+        """Complete every upload in the order given (the master playlist last): the
+        moment the outputs become visible."""
         self._raise_if_failed()
         for file in self._files:
             if file.single_crc is not None:
@@ -179,6 +193,7 @@ class StreamingUpload:
             self._call("upload", self._complete, file, parts)
         self._published = True
         self._pool.shutdown()
+        self._report(force=True)  # the small files went up just now
         log.info("published %d streamed files to s3://%s", len(self._files), self._bucket)
 
     def wait_for_room(self, bound: int) -> None:
@@ -202,13 +217,24 @@ class StreamingUpload:
 
     def progress(self) -> Progress:
         total = sum(f.size if f.read_all else f.growing.size() for f in self._files)
-        return Progress(phase="upload", bytes_done=self._sent, bytes_total=max(total, self._sent))
+        sent, elapsed = self._sent, time.monotonic() - self._started
+        speed = round(sent / elapsed) if sent and elapsed > 0 else None
+        return Progress(
+            phase="upload", bytes_done=sent, bytes_total=max(total, sent), speed_bps=speed
+        )
 
     # --- the threads -----------------------------------------------------------------
 
+    def _start_follower(self, file: _FileStream) -> None:
+        thread = threading.Thread(
+            target=self._follow_file, args=(file,), name="s3-follow", daemon=True
+        )
+        thread.start()
+        self._followers.append(thread)
+
     def _follow_file(self, file: _FileStream) -> None:
         try:
-            while not self._follow and not file.growing.finished:
+            while not file.follow and not file.growing.finished:
                 if self._stop.wait(_SLOT_WAIT_S):
                     raise _Stopped()
             with file.growing.open() as reader:

@@ -35,7 +35,7 @@ CHUNK = 64 * 1024
 class InMemoryJellyfin:
     """A `MediaServer` over local files. Faults, like the stand-in's: `cut_after`,
     `stall_downloads`, `stall_metadata`, `throttle`, `fail_downloads`; observations:
-    `download_requests` (item ids, one per request) and `bytes_served`."""
+    `download_requests` (item ids, one per request), `range_requests` and `bytes_served`."""
 
     def __init__(self, *, retry_attempts: int = 5, ffmpeg_path: str | None = None) -> None:
         self.catalog = Catalog()
@@ -43,6 +43,7 @@ class InMemoryJellyfin:
         self.retry_attempts = retry_attempts
         self.ffmpeg_path = ffmpeg_path
         self.download_requests: list[str] = []
+        self.range_requests: list[tuple[str, int, int]] = []  # fetch_range: (item, start, length)
         self.metadata_requests: list[str] = []
         self.bytes_served = 0
         self._lock = threading.Lock()
@@ -69,6 +70,29 @@ class InMemoryJellyfin:
     ) -> str:
         return self.catalog.add_item(
             path, name=name, streams=streams, duration_s=duration_s, **options
+        )
+
+    def add_episode(
+        self,
+        path: Path,
+        *,
+        series: str,
+        season: int,
+        episode: int,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        **options: Any,
+    ) -> str:
+        return self.catalog.add_episode(
+            path,
+            series=series,
+            season=season,
+            episode=episode,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            **options,
         )
 
     def add_folder(self, name: str, *, item_type: str = "Folder") -> str:
@@ -165,6 +189,18 @@ class InMemoryJellyfin:
                 if failures >= self.retry_attempts:
                     raise TransientError(str(cut)) from None
         return ServedFile(size, last_modified=formatdate(source.stat().st_mtime, usegmt=True))
+
+    def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
+        """Bytes [start, start + length) of the item's file, as a 206 would carry them."""
+        entry = self.catalog.item(normalize_item_id(item_id))
+        if entry is None or not entry.has_file:
+            raise PermanentError(f"item {item_id} not found in Jellyfin")
+        with self._lock:
+            self.range_requests.append((item_id, start, length))
+        with entry.path.open("rb") as file:
+            file.seek(start)
+            body = file.read(length)
+        return body if len(body) == length else None
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes:
         """WebVTT of one subtitle stream by Jellyfin's Index (sidecars first), via ffmpeg."""

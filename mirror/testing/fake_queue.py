@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mirror.item import normalize_item_id
+from mirror.item import ItemTitle, normalize_item_id
 from mirror.jobs import (
     AttemptStats,
     Fence,
@@ -321,6 +321,18 @@ class InMemoryJobQueue:
                 lease_token=None,
             )
             return Fence.OK, "new"
+
+    def refresh_title(self, job_id: uuid.UUID, token: uuid.UUID, title: ItemTitle) -> Fence:
+        """As mirror.db.titles: every job of the item takes the facts given (None keeps)."""
+        with self._lock:
+            fence = self._fence(job_id, token)
+            if fence is Fence.OK:
+                item_id = self._jobs[job_id].item_id
+                facts = {k: v for k, v in asdict(title).items() if v is not None}
+                for job in list(self._jobs.values()):
+                    if job.item_id == item_id:
+                        self._jobs[job.id] = replace(job, **facts)
+            return fence
 
     # -- AttemptHistory -----------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """An in-memory `ObjectStore` (the pipeline's S3 port) for in-process tests.
 
-Objects are kept as bytes with their content type; `upload_files` reads each file once,
-reports progress like S3Storage (one snapshot at 0, one at the total) and returns the
-size and SHA-256 of the bytes it read. Unfinished multipart uploads are modelled as a
-set of keys, so `abort_stale_multipart_uploads` can be checked. `fail_next` makes the
+Objects are kept as bytes with their content type; `upload_files` and the streaming
+upload's `finish` (which takes the late files too) read each file once, report progress
+(the total at the end) and return the size and SHA-256 of the bytes they read.
+Unfinished multipart uploads are modelled as a set of keys, so
+`abort_stale_multipart_uploads` can be checked. `fail_next` makes the
 next calls of one method raise (S3Storage's own error kinds), `stall_bucket_check`
 holds the bucket check until the abort fires. tests/integration/test_fake_conformance.py
 runs one scenario on this and on S3Storage against SeaweedFS.
@@ -179,9 +180,10 @@ class InMemoryOutputUpload:
         """Nothing piles up in memory here: never waits."""
         self._abort.raise_if_set()
 
-    def finish(self) -> Mapping[str, FileDigest]:
+    def finish(self, more: Sequence[Upload] = ()) -> Mapping[str, FileDigest]:
         self._abort.raise_if_set()
         self._store._enter("finish")
+        self._uploads += more
         self._bodies = {upload.key: upload.path.read_bytes() for upload in self._uploads}
         total = sum(len(body) for body in self._bodies.values())
         self._on_progress(Progress("upload", bytes_done=total, bytes_total=total))

@@ -6,13 +6,15 @@ the sample). Reading both back from the mirrored files tells how far the mirror 
 audio against video (tests/fidelity/av_sync.py), whatever a file's own start is.
 Each shape is the smallest file that shows one way a copy goes out of sync or out of
 spec: B-frames (a reorder delay), AC-3 5.1 (a layout AAC has no configuration for),
-audio that starts after the video, and 7.1 (folded to 5.1). Generated with the bundled
+audio that starts after the video, 7.1 (folded to 5.1), 5.1 AAC that names no channel
+configuration (0 + a program config element, which browsers refuse), and H.264 + AAC in
+MPEG-TS (ADTS frames, which MP4 cannot hold as they are). Generated with the bundled
 ffmpeg from lavfi sources in a second or two; MKV, as Jellyfin libraries mostly hold.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import imageio_ffmpeg
@@ -41,6 +43,7 @@ class _Audio:
     channels: int
     args: tuple[str, ...]
     delay_s: float = 0.0  # how long after the video the track starts
+    layout: str | None = None  # the source's channel layout, if not the count's usual one
 
 
 def h264_b_frames_aac(
@@ -76,6 +79,36 @@ def surround_71(
     return _generate(dest, audio, duration_s, ffmpeg_path)
 
 
+def aac_51_configuration_0(
+    dest: Path, *, duration_s: float = 3.0, ffmpeg_path: str | None = None
+) -> SampleMedia:
+    """(e) 5.1 AAC in the `5.1(side)` layout: ffmpeg's encoder (as others) writes it with
+    channel configuration 0 and a program config element; `ffmpeg -i` shows plain 5.1."""
+    audio = _Audio("aac", 6, ("-c:a", "aac", "-b:a", "256k"), layout="5.1(side)")
+    return _generate(dest, audio, duration_s, ffmpeg_path)
+
+
+def mpegts_h264_aac(
+    dest: Path, *, duration_s: float = 3.0, ffmpeg_path: str | None = None
+) -> SampleMedia:
+    """(f) (a) remuxed into MPEG-TS, as TV recordings hold it: AAC in ADTS frames that
+    starts with the video (within MAX_COPY_START_GAP_S), so `auto` copies it."""
+    ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
+    mkv = h264_b_frames_aac(dest.with_name(f"{dest.stem}-remuxed"), duration_s=duration_s,
+                            ffmpeg_path=ffmpeg)  # fmt: skip
+    dest = dest.with_suffix(".ts")
+    # The MPEG-TS muxer keeps the AAC encoder's priming (1024 samples) ahead of the video;
+    # a broadcast's audio starts with its picture, so the track is moved by as much.
+    priming_s = f"{1024 / SAMPLE_RATE:.6f}"
+    run_ffmpeg([ffmpeg, "-nostdin", "-loglevel", "error", "-y", "-i", str(mkv.path),
+                "-itsoffset", priming_s, "-i", str(mkv.path), "-map", "0:v", "-map", "1:a",
+                "-c", "copy", "-f", "mpegts", str(dest)])  # fmt: skip
+    duration = probe_duration(dest, ffmpeg) or mkv.duration_s
+    return replace(
+        mkv, path=dest, duration_s=duration, container="mpegts", size=dest.stat().st_size
+    )
+
+
 def _generate(dest: Path, audio: _Audio, duration_s: float, ffmpeg_path: str | None) -> SampleMedia:
     ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
     dest = dest.with_suffix(".mkv")
@@ -90,7 +123,7 @@ def _generate(dest: Path, audio: _Audio, duration_s: float, ffmpeg_path: str | N
     sound = (
         f"aevalsrc='if(between(t\\,{start}\\,{end})\\,0.5*sin(2*PI*1000*t)\\,0)'"
         f":sample_rate={SAMPLE_RATE}:duration={duration_s - audio.delay_s}"
-        f":channel_layout={_LAYOUTS[audio.channels]}"
+        f":channel_layout={audio.layout or _LAYOUTS[audio.channels]}"
     )
     argv = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y"]
     argv += ["-f", "lavfi", "-i", picture]

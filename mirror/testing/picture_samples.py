@@ -10,6 +10,11 @@ file as Jellyfin's ffprobe would, plus the VideoRangeType Jellyfin derives):
   pattern rendered as SDR is the reference a tone-map is compared with);
 - anamorphic: H.264 720x576 with SAR 64:45 (shown 1024x576, 16:9);
 - rotated: a phone's H.264 1280x720 with a -90 degree display matrix (shown 720x1280).
+
+Every shape carries the fidelity samples' sync mark (mirror.testing.fidelity_samples):
+one uniform white frame at MARK_S over the pattern and a 1 kHz beep from MARK_S in an
+otherwise silent stereo track, so lip sync is measured on the picture shapes too. The
+white frame is a jump of the frame's mean brightness, which a tone-map keeps.
 """
 
 from __future__ import annotations
@@ -21,8 +26,14 @@ from pathlib import Path
 import imageio_ffmpeg
 
 from mirror.demo.media import SampleMedia, describe_streams, probe_duration, run_ffmpeg
+from mirror.testing.fidelity_samples import BEEP_S, MARK_S, SAMPLE_RATE
 
 _FPS = 25
+# Silence but for a 1 kHz beep from MARK_S (the sync mark's sound), on both channels.
+_BEEP = (
+    f"aevalsrc='if(between(t\\,{MARK_S}\\,{MARK_S + BEEP_S})\\,0.5*sin(2*PI*1000*t)\\,0)'"
+    f":sample_rate={SAMPLE_RATE}:channel_layout=stereo"
+)
 _AUDIO = ("-c:a", "aac", "-b:a", "64k", "-ac", "2")
 _MP2 = ("-c:a", "mp2", "-b:a", "192k", "-ac", "2")
 _X265_LOG = "log-level=error"
@@ -66,6 +77,7 @@ def interlaced_mpeg2(
         ffmpeg_path,
         audio=_MP2,
         container="mpeg",
+        rate=2 * _FPS,
     )
 
 
@@ -86,6 +98,7 @@ def interlaced_h264(
         ffmpeg_path,
         audio=_MP2,  # what DVB broadcasts carry
         container="mpegts",
+        rate=2 * _FPS,
     )
 
 
@@ -167,12 +180,17 @@ def _generate(
     *,
     audio: tuple[str, ...] = _AUDIO,
     container: str = "mp4",
+    rate: int = _FPS,
 ) -> SampleMedia:
     ffmpeg = ffmpeg_path or imageio_ffmpeg.get_ffmpeg_exe()
     dest.parent.mkdir(parents=True, exist_ok=True)
+    # The white frame: every frame of `picture` within the one output frame at MARK_S
+    # (both fields of an interlaced one, woven from two frames at twice the rate).
+    first, last = round(MARK_S * rate), round(MARK_S * rate) + rate // _FPS - 1
+    flash = f"drawbox=color=white:thickness=fill:enable='between(n\\,{first}\\,{last})'"
     run_ffmpeg([
         ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-f", "lavfi", "-i", picture, "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+        "-f", "lavfi", "-i", f"{picture},{flash}", "-f", "lavfi", "-i", _BEEP,
         "-map", "0:v", "-map", "1:a", "-shortest", *video_args, "-g", str(_FPS), *audio,
         "-metadata:s:a:0", "language=eng", str(dest),
     ])  # fmt: skip

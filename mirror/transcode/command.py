@@ -119,6 +119,11 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         options["movflags"] = _AUDIO_MOVFLAGS
     if track.codec != "copy":
         options["b:a"] = track.bitrate
+    elif (track.source_codec or "").lower() == "aac":
+        # AAC from MPEG-TS is ADTS; MP4 wants raw frames and an AudioSpecificConfig.
+        # movenc's automatic aac_adtstoasc does not cover fragmented output (empty_moov):
+        # "Malformed AAC bitstream". The filter passes raw AAC (MKV, MP4) through as is.
+        options["bsf:a"] = "aac_adtstoasc"
     if chain := audio_filters(track):
         options["af"] = chain
     if track.channels is not None:

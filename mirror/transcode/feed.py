@@ -4,7 +4,8 @@ ffmpeg given a file path takes the current end of a growing file for the end of 
 media, so it reads a pipe instead: this thread copies the file into it as bytes land
 (`mirror.growing_file`) and closes it, ffmpeg's EOF, only once the download is complete
 (size checked) and every byte went in. A new attempt feeds from byte 0 of the partial
-file, then follows the resumed download.
+file, then follows the resumed download. An MP4 with the moov at the end is fed in
+another order (`mirror.transcode.moov_first`): what is fed is a `FeedSource`.
 
 `wait_for_room` is the backpressure of the streaming upload: called before each chunk, it
 blocks while ffmpeg's outputs hold too many bytes not yet in S3, so when the upload is the
@@ -16,19 +17,40 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import IO
-
-from mirror.growing_file import GrowingFile
+from typing import IO, Protocol
 
 CHUNK_BYTES = 1024 * 1024
 
 
+class FeedReader(Protocol):
+    """Sequential reads of what ffmpeg is fed (a `GrowingReader`, a `MoovFirstReader`)."""
+
+    def read_some(self, size: int) -> bytes:
+        """Up to `size` bytes as soon as there are any; b"" at the end."""
+        ...
+
+    def __enter__(self) -> FeedReader: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+class FeedSource(Protocol):
+    """What ffmpeg reads: a `GrowingFile`, or a `MoovFirstFeed` (moov at the end)."""
+
+    def open(self) -> FeedReader: ...
+
+    def require_unchanged(self) -> None:
+        """Once the download is complete: raise SourceChanged unless what was fed is
+        that file's bytes."""
+        ...
+
+
 class SourceFeeder:
-    """One thread copying a `GrowingFile` into a pipe; `error` says why it stopped early."""
+    """One thread copying a `FeedSource` into a pipe; `error` says why it stopped early."""
 
     def __init__(
         self,
-        source: GrowingFile,
+        source: FeedSource,
         pipe: IO[bytes],
         on_error: Callable[[], None],
         wait_for_room: Callable[[], None] | None = None,

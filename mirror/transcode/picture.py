@@ -23,8 +23,15 @@ VideoRange = Literal["SDR", "PQ", "HLG"]
 # the decoder flags as interlaced, so progressive stretches of a mixed source stay as
 # they are.
 DEINTERLACE = "bwdif=mode=send_frame:parity=auto:deint=interlaced"
-# Square pixels, even sides: the displayed width (width x SAR) rounded to an even number.
-SQUARE_EVEN = ("scale=trunc(iw*sar/2+0.5)*2:trunc(ih/2+0.5)*2", "setsar=1")
+# Square pixels, even sides: the width stretched to the displayed one (width x SAR; a
+# no-op for square pixels), then an odd side padded with one black line. Scaling 405
+# lines to 406 would resample every line of the picture (a blur that ffmpeg's idet
+# reads as combing on fine detail); one line of padding leaves the picture as it was.
+SQUARE_EVEN = (
+    "scale=trunc(iw*sar+0.5):ih",
+    "pad=ceil(iw/2)*2:ceil(ih/2)*2",
+    "setsar=1",
+)
 # mobius keeps what an SDR screen can show as it is and rolls off only the highlights
 # above it; hable darkens the whole picture by about a third. desat=0: no grey highlights.
 _TONE_MAP_CURVE = "tonemap=tonemap=mobius:desat=0"

@@ -56,6 +56,11 @@ AAC_LAYOUTS = {1: "mono", 2: "stereo", 3: "3.0", 4: "4.0", 5: "5.0", 6: "5.1"}
 # is re-encoded (audio encoding is cheap) and padded with silence to start with the video.
 # Less than half an AAC frame; muxers round starts to the millisecond.
 MAX_COPY_START_GAP_S = 0.010
+# AAC is copied only up to stereo. Above, its channel configuration may be 0 with a
+# program config element (some encoders write 5.1 so), which browsers refuse and
+# verification then fails for good; neither `ffmpeg -i` nor Jellyfin tells the two
+# apart, so multichannel AAC is re-encoded into configuration 6 (audio encoding is cheap).
+MAX_COPIED_AAC_CHANNELS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,9 @@ class VideoOutput:
     # The re-encode's `-vf` chain (mirror.transcode.picture); empty when copying.
     filters: tuple[str, ...] = ()
     frame_rate: float | None = None  # the source's, kept by copy and re-encode alike
+    # Where its first frame is on ffmpeg's clock, which the subtitles keep and video.mp4
+    # drops (it starts at 0): the subtitles' X-TIMESTAMP-MAP LOCAL (mirror.hls).
+    start_s: float = 0.0
 
     @property
     def expected_codec(self) -> str | None:
@@ -272,6 +280,7 @@ def _plan_video(
         crf=None if copy else crf,
         filters=() if copy else video_filters(stream),
         frame_rate=stream.frame_rate,
+        start_s=stream.start_s or 0.0,
     )
 
 
@@ -279,7 +288,10 @@ def _plan_audio(
     stream: FileStream, work_dir: Path, setting: str, *, bitrate: str, video_start_s: float
 ) -> AudioOutput:
     copy = setting == "copy" or (
-        setting == "auto" and _is(stream.codec, _AAC_NAMES) and _starts_with(stream, video_start_s)
+        setting == "auto"
+        and _is(stream.codec, _AAC_NAMES)
+        and _starts_with(stream, video_start_s)
+        and (stream.channels or 0) <= MAX_COPIED_AAC_CHANNELS
     )
     too_many = stream.channels is not None and stream.channels > MAX_AUDIO_CHANNELS
     channels = min(stream.channels, MAX_AUDIO_CHANNELS) if stream.channels else None

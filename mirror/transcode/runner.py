@@ -8,10 +8,9 @@ import subprocess
 from collections.abc import Callable
 
 from mirror.errors import PermanentError, TransientError
-from mirror.growing_file import GrowingFile
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.transcode.command import build_command
-from mirror.transcode.feed import SourceFeeder
+from mirror.transcode.feed import FeedSource, SourceFeeder
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
 from mirror.transcode.progress_lines import FfmpegProgressParser
@@ -31,7 +30,7 @@ def run_transcode(
     on_progress: ProgressCallback,
     abort: AbortSignal,
     *,
-    growing_source: GrowingFile | None = None,
+    growing_source: FeedSource | None = None,
     wait_for_room: Callable[[], None] | None = None,
 ) -> None:
     """Write every output of `plan` with one ffmpeg run, reporting progress as it goes.

@@ -2,9 +2,10 @@
 
 Matroska/WebM and an MP4 whose moov comes before its media data carry every stream and
 the duration in their first bytes, and ffmpeg reads them through a pipe in file order.
-An MP4 with the moov at the end (or a fragmented one, whose length only its end tells),
-MPEG-TS (streams may show up late, the duration is a guess from a partial file) and
-anything unknown wait for the whole file, as before. Pure: bytes in, a number out.
+An MP4 with the moov at the end is fed in another order (`mirror.transcode.moov_first`);
+a fragmented MP4 (whose length only its end tells), MPEG-TS (streams may show up late,
+the duration is a guess from a partial file) and anything unknown wait for the whole
+file, as before. Pure: bytes in, a number out.
 """
 
 from __future__ import annotations

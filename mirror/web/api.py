@@ -52,7 +52,10 @@ def json_response(data: Any, status: int = 200) -> Response:
 
 
 def item_name(record: JobRecord) -> str:
-    """Jellyfin's name where a heartbeat or the source recorded one, else the item id."""
+    """The item's title ("Series S01E02 Name", "Name (Year)") once known; before that
+    a name a heartbeat or the source recorded, else the item id."""
+    if record.title:
+        return record.title
     data = record.heartbeat_data or {}
     if isinstance(data.get("name"), str) and data["name"]:
         return str(data["name"])
@@ -187,7 +190,7 @@ class DashboardApi:
         if not self.auth.same_origin(request):
             return json_response({"error": "cross-site login refused (CSRF)"}, 403)
         try:
-            body = _body(request)
+            body = read_body(request)
         except ApiError as error:
             return json_response({"error": str(error)}, error.status)
         password = body.get("password")
@@ -241,13 +244,20 @@ class DashboardApi:
         }
 
     def list_jobs(self, request: Request, access: Access) -> Response:
+        """`?status=&limit=&cursor=&q=`: `q` keeps jobs whose series or item name holds it."""
         status = request.args.get("status") or None
         if status is not None and status not in STATUSES:
             raise ApiError(400, f"status must be one of {', '.join(STATUSES)}")
         limit = _int_arg(request, "limit", 50, 1, MAX_LIMIT)
+        search = request.args.get("q", "").strip() or None
+        if search is not None and len(search) > 200:
+            raise ApiError(400, "q: at most 200 characters (part of a title)")
         try:
             records, cursor = self.queries.page(
-                status=status, limit=limit, cursor=request.args.get("cursor") or None
+                status=status,
+                limit=limit,
+                cursor=request.args.get("cursor") or None,
+                search=search,
             )
         except BadCursor as error:
             raise ApiError(400, str(error)) from None
@@ -257,7 +267,7 @@ class DashboardApi:
     def search(self, request: Request, access: Access) -> Response:
         query = request.args.get("q", "").strip()
         if not query or len(query) > 200:
-            raise ApiError(400, "q: 1 to 200 characters (an item id or part of a name)")
+            raise ApiError(400, "q: 1 to 200 characters (an item id or part of a title)")
         now = datetime.now(UTC)
         return json_response({"jobs": [job_json(r, now) for r in self.queries.search(query)]})
 
@@ -281,7 +291,7 @@ class DashboardApi:
 
     def enqueue(self, request: Request, access: Access) -> Response:
         """`{"item_id": ..., "priority": 0}`: a new job, or the item's active one."""
-        body = _body(request)
+        body = read_body(request)
         item_id, priority = body.get("item_id"), body.get("priority", 0)
         if not isinstance(item_id, str):
             raise ApiError(400, "item_id is missing")
@@ -296,7 +306,7 @@ class DashboardApi:
         return json_response({"status": status, "job": job}, 201 if result[0].created else 200)
 
 
-def _body(request: Request) -> dict[str, Any]:
+def read_body(request: Request) -> dict[str, Any]:
     if request.mimetype == "application/json":
         try:
             data = json.loads(request.get_data(cache=True) or b"{}")

@@ -10,14 +10,18 @@ from werkzeug.routing import Rule
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
+from mirror.db.sync_jobs import SyncJobStore
 from mirror.web.api import DashboardApi
 from mirror.web.auth import EndedSessions, UiAuth
+from mirror.web.libraries import JellyfinFactory, LibraryBoard
+from mirror.web.library_api import LibraryApi
 from mirror.web.pages import DashboardPages
 
 if TYPE_CHECKING:
     from mirror.settings import Settings
+    from mirror.wiring import Database
 
-__all__ = ["DashboardApi", "dashboard_api", "dashboard_rules"]
+__all__ = ["DashboardApi", "LibraryBoard", "dashboard_api", "dashboard_rules", "library_board"]
 
 
 def dashboard_api(
@@ -45,5 +49,19 @@ def ui_auth(settings: Settings, ended: EndedSessions | None = None) -> UiAuth:
     return UiAuth(password=password, ended=ended, secret=secret, public_url=settings.public_url)
 
 
-def dashboard_rules(api: DashboardApi) -> list[Rule]:
-    return [*api.rules(), *DashboardPages(api).rules()]
+def library_board(
+    settings: Settings, db: Database, jellyfin: JellyfinFactory | None
+) -> LibraryBoard:
+    """Search, sweeps and library counts; without Jellyfin (None) they answer 503."""
+    return LibraryBoard(
+        jellyfin,
+        SyncJobStore(db.mirrored, db.removals, db.jobs, settings.max_attempts),
+        db.jobs,
+        item_types=settings.webhook_item_types,
+        max_attempts=settings.max_attempts,
+    )
+
+
+def dashboard_rules(api: DashboardApi, board: LibraryBoard | None = None) -> list[Rule]:
+    library = [] if board is None else LibraryApi(api, board).rules()
+    return [*api.rules(), *library, *DashboardPages(api, board).rules()]

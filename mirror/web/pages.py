@@ -21,6 +21,8 @@ from mirror.db.records import JobNotFound
 from mirror.durations import format_bytes, format_duration
 from mirror.redact import redact
 from mirror.web.api import DashboardApi, item_name, job_json
+from mirror.web.libraries import LibraryBoard
+from mirror.web.library_api import library_page_context
 
 STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 CSP = (
@@ -30,8 +32,9 @@ CSP = (
 
 
 class DashboardPages:
-    def __init__(self, api: DashboardApi) -> None:
+    def __init__(self, api: DashboardApi, board: LibraryBoard | None = None) -> None:
         self.api = api
+        self.board = board
         self.templates = Environment(
             loader=PackageLoader("mirror.web", "templates"),
             autoescape=select_autoescape(["html"]),
@@ -40,7 +43,13 @@ class DashboardPages:
         self.templates.filters["duration"] = lambda s: format_duration(float(s))
 
     def rules(self) -> list[Rule]:
+        libraries = (
+            []
+            if self.board is None
+            else [Rule("/libraries", endpoint=self.libraries_page, methods=["GET"])]
+        )
         return [
+            *libraries,
             Rule("/", endpoint=self.dashboard, methods=["GET"]),
             Rule("/jobs/<uuid:job_id>", endpoint=self.job_page, methods=["GET"]),
             Rule("/static/<name>", endpoint=self.static, methods=["GET"]),
@@ -65,6 +74,16 @@ class DashboardPages:
             overview=self.api.overview_json(view, access),
             access=access,
         )
+
+    def libraries_page(self, request: Request) -> Response:
+        """Per library: items, mirrored, queued, failed, not mirrored, changed; counted
+        on request (one listing walk per library) and kept a minute (`?fresh=1`)."""
+        access = self.api.access(request)
+        if not access.can_read:
+            return self._html("login.html", 401)
+        assert self.board is not None
+        context = library_page_context(self.board, fresh=request.args.get("fresh") == "1")
+        return self._html("libraries.html", access=access, **context)
 
     def job_page(self, request: Request, job_id: uuid.UUID) -> Response:
         access = self.api.access(request)

@@ -6,8 +6,11 @@ through the playlists' relative URIs. So `mirror serve` serves the item's playli
 itself (read from S3, a few KiB each) and rewrites each media URI to a presigned URL
 of its object: the video, audio and subtitle bytes go from the bucket to the browser
 directly (byte ranges, CDN-able), never through `mirror serve`. The browser fetches
-them cross-origin, hence the bucket's CORS rule (README). The same playlists in the
-bucket stay untouched: a public bucket or CDN can serve `master.m3u8` as it is.
+them cross-origin, hence the bucket's CORS rule (README). Those URLs are made for where
+the browser reaches S3, MIRROR_S3_PUBLIC_URL when `mirror serve` itself uses an address
+only it resolves (compose), and are plain for a public bucket (`link`, from wiring). The
+same playlists in the bucket stay untouched: a public bucket or CDN can serve
+`master.m3u8` as it is.
 
 The page uses the browser's native HLS where it has one with audio-track switching
 (Safari); elsewhere hls.js, from a pinned CDN URL with its integrity hash, or from a
@@ -44,10 +47,9 @@ HLSJS_LOCAL_ROUTE = "/play-assets/hls.min.js"
 ASSETS_ROUTE = "/play-assets/<name>"
 # The page's own script and stylesheet: served files, so the CSP needs no inline code.
 ASSETS = {"player.js": "text/javascript", "player.css": "text/css"}
-# Long enough to watch a film with pauses; the page reloads playlists when it starts.
-PRESIGN_EXPIRY_S = 6 * 3600
 PLAYLIST_CONTENT_TYPE = "application/vnd.apple.mpegurl"
 _URI_ATTRIBUTE = re.compile(r'URI="([^"]+)"')
+PresignFn = Callable[[str], str]  # an object's key -> the URL the browser fetches it at
 
 
 class ItemJobs(Protocol):
@@ -67,11 +69,17 @@ class Player:
     """Answers the player's page and the item's (rewritten) playlists."""
 
     def __init__(
-        self, jobs: ItemJobs, client: S3Client, bucket: str, hlsjs_path: Path | None = None
+        self,
+        jobs: ItemJobs,
+        client: S3Client,
+        bucket: str,
+        link: PresignFn,
+        hlsjs_path: Path | None = None,
     ) -> None:
         self.jobs = jobs
-        self.client = client
+        self.client = client  # reads the playlists, at the endpoint `mirror serve` uses
         self.bucket = bucket
+        self.link = link  # an object's URL for the browser (mirror.s3.links, via wiring)
         self.hlsjs_path = hlsjs_path
 
     def page(self, raw_item_id: str) -> PlayerAnswer:
@@ -100,9 +108,10 @@ class Player:
     @cached_property
     def csp(self) -> str:
         """Our script and stylesheet, hls.js (local or its pinned CDN file), and requests to
-        `mirror serve` (playlists) and the bucket's origin (the presigned media)."""
+        `mirror serve` (playlists) and the origin the media links point at (the bucket's as
+        the browser reaches it: MIRROR_S3_PUBLIC_URL when set)."""
         hlsjs = "" if self.hlsjs_path is not None else f" {HLSJS_CDN_URL}"
-        media = _origin(self._presign("x"))
+        media = _origin(self.link("x"))
         return (
             f"default-src 'none'; script-src 'self'{hlsjs}; style-src 'self'; "
             f"connect-src 'self' {media}; media-src 'self' blob: {media}; worker-src blob:; "
@@ -124,7 +133,7 @@ class Player:
             return _text(404, f"{key} is not in the bucket")
         except BotoCoreError as error:
             return _text(502, f"S3 did not answer: {error}")
-        rewritten = rewrite_playlist(text, posixpath.dirname(key), self._presign, media_keys(job))
+        rewritten = rewrite_playlist(text, posixpath.dirname(key), self.link, media_keys(job))
         return PlayerAnswer(200, rewritten.encode(), PLAYLIST_CONTENT_TYPE)
 
     def hlsjs(self) -> PlayerAnswer:
@@ -151,14 +160,6 @@ class Player:
                 "mirrored with MIRROR_OUTPUT_FORMAT=hls?)"
             )
         return job, ""
-
-    def _presign(self, key: str) -> str:
-        url: str = self.client.generate_presigned_url(
-            "get_object",
-            Params={"Bucket": self.bucket, "Key": key},
-            ExpiresIn=PRESIGN_EXPIRY_S,
-        )
-        return url
 
 
 def media_keys(job: JobRecord) -> frozenset[str]:
@@ -214,10 +215,6 @@ def _origin(url: str) -> str:
     """`https://bucket.s3.example:9000` of a presigned URL: what the page may fetch from."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
-
-
-class PresignFn(Protocol):
-    def __call__(self, key: str) -> str: ...
 
 
 def _text(status: int, message: str) -> PlayerAnswer:

@@ -32,16 +32,23 @@ from mirror.jobs import DatabaseUnavailable
 from mirror.logs import get_logger
 from mirror.redact import redact
 from mirror.web import metrics
-from mirror.web.dashboard import DashboardApi, dashboard_api, dashboard_rules
+from mirror.web.dashboard import (
+    DashboardApi,
+    LibraryBoard,
+    dashboard_api,
+    dashboard_rules,
+    library_board,
+)
 from mirror.web.play_routes import PlayRoutes
 from mirror.web.player import Player
 from mirror.web.proxies import behind_proxies
-from mirror.web.webhook_body import salvage_notification
+from mirror.web.webhook_body import salvage_notification, title_of
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
     from mirror.settings import Settings
+    from mirror.wiring import Database
 
 MAX_BODY_BYTES = 64 * 1024  # a webhook body is a few hundred bytes, "all properties" a few KiB
 SECRET_HEADER = "X-Mirror-Secret"
@@ -85,6 +92,7 @@ class MirrorWeb:
         dashboard: DashboardApi | None = None,
         player: Player | None = None,
         metrics_token: str | None = None,
+        library: LibraryBoard | None = None,
     ) -> None:
         self.jobs = jobs
         self.metrics_token = metrics_token
@@ -106,7 +114,7 @@ class MirrorWeb:
                 Rule("/healthz", endpoint=self.healthz, methods=["GET"]),
                 Rule("/metrics", endpoint=self.metrics, methods=["GET"]),
                 Rule("/hooks/jellyfin", endpoint=self.jellyfin_hook, methods=["POST"]),
-                *(dashboard_rules(dashboard) if dashboard is not None else []),
+                *(dashboard_rules(dashboard, library) if dashboard is not None else []),
                 *PlayRoutes(player, dashboard.auth if dashboard else None).rules(),
             ]
         )
@@ -212,7 +220,10 @@ class MirrorWeb:
                 "reason": f"ItemType {item_type!r} is not one of {wanted}",
             }
         results = self.jobs.enqueue(
-            [item_id], max_attempts=self.webhook.max_attempts, skip_mirrored=True
+            [item_id],
+            max_attempts=self.webhook.max_attempts,
+            skip_mirrored=True,
+            titles={item_id: title_of(notification)},
         )
         if not results:
             return {"status": "already mirrored", "item_id": item_id}
@@ -333,26 +344,37 @@ def webhook_policy(settings: Settings) -> WebhookPolicy:
     )
 
 
-def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None:
-    """Serve until SIGINT or SIGTERM; port 0 picks a free port (logged)."""
-    from waitress.server import create_server
-
+def web_app(settings: Settings, db: Database) -> WSGIApplication:
+    """Every route of `mirror serve` over `db`, behind MIRROR_TRUSTED_PROXIES."""
     from mirror import wiring
 
     policy = webhook_policy(settings)
-    db = wiring.database(settings, check=False)  # /healthz reports it
     remover = item_remover(db.removals) if policy.delete_removed else None
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
-        player = Player(db.jobs, store.client, settings.s3_bucket, settings.hlsjs_path)
+        link = wiring.object_links(settings, store.client)
+        player = Player(db.jobs, store.client, settings.s3_bucket, link, settings.hlsjs_path)
     dashboard = dashboard_api(settings, db.jobs, db.dashboard, db.attempts, db.sessions)
+    # Search and library pages ask Jellyfin while a person waits: two tries, not five;
+    # a client per request, closed after it (this app has no end to close one at).
+    has_jellyfin = settings.jellyfin_url and settings.jellyfin_api_key
+    jellyfin = (
+        (lambda: wiring.jellyfin_client(settings, retry_attempts=2)) if has_jellyfin else None
+    )
+    library = library_board(settings, db, jellyfin)
     token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
-    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token)
-    app = behind_proxies(web, settings.trusted_proxies)
+    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token, library)
+    return behind_proxies(web, settings.trusted_proxies)
+
+
+def listen(app: WSGIApplication, *, host: str, port: int, threads: int = 4) -> Any:
+    """A waitress server bound to host:port (0: a free port); `listening` names its URLs."""
+    from waitress.server import create_server
+
     # waitress buffers whole bodies before the app runs; keep that bounded too.
     try:
-        server = create_server(
+        return create_server(
             app,
             host=host,
             port=port,
@@ -361,14 +383,26 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
             clear_untrusted_proxy_headers=False,  # mirror.web.proxies decides whom to trust
         )
     except OSError as error:  # port taken, unknown host name, no permission
-        db.dispose()
         raise MirrorError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+
+def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None:
+    """Serve until SIGINT or SIGTERM; port 0 picks a free port (logged)."""
+    from mirror import wiring
+
+    webhook_policy(settings)  # a missing secret fails before anything is opened
+    db = wiring.database(settings, check=False)  # /healthz reports it
+    try:
+        server = listen(web_app(settings, db), host=host, port=port, threads=threads)
+    except BaseException:
+        db.dispose()
+        raise
     if settings.ui_password and not settings.session_secret:
         log.info("sessions end when this process stops (MIRROR_SESSION_SECRET is not set)")
     problem = db.stats.database_problem()
     if problem is not None:
         log.warning("database not ready (GET /healthz says 503 until it is): %s", problem)
-    for url in _listening(server):
+    for url in listening(server):
         log.info(
             "serving on %s (GET / dashboard, /api/, /healthz, /metrics, /play/<item_id>,"
             " /hooks/jellyfin)",
@@ -399,7 +433,7 @@ def item_remover(removals: Removals, limit: DeleteLimit = DEFAULT_LIMIT) -> Item
     return remove
 
 
-def _listening(server: Any) -> list[str]:
+def listening(server: Any) -> list[str]:
     """The URLs a waitress server listens on (a host name can resolve to several)."""
     pairs = getattr(server, "effective_listen", None) or [
         (server.effective_host, server.effective_port)

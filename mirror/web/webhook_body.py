@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
+
+from mirror.item import ItemTitle, normalize_item_id
 
 # The fields a notification is acted on by, plus the name for the log line.
 FIELDS = ("NotificationType", "ItemId", "ItemType", "Name")
@@ -40,3 +43,48 @@ def salvage_notification(text: str) -> dict[str, str] | None:
 def unescape_plugin_text(value: str) -> str:
     """A `{{Name}}` as the plugin rendered it (`\\&quot;`), back to the item's name."""
     return html.unescape(value).replace('\\"', '"')
+
+
+def title_of(notification: dict[str, Any]) -> ItemTitle:
+    """What the delivery says the item is called (the plugin's Name, ItemType, SeriesName,
+    SeasonNumber, EpisodeNumber, Year, SeriesId, SeasonId; whatever the template has).
+
+    It names no library and no parent folder: the attempt fills in what `/Items/{id}`
+    says. Names come HTML-encoded from a `{{Name}}` and are decoded here.
+    """
+    return ItemTitle(
+        item_name=_text(notification.get("Name")),
+        item_type=_text(notification.get("ItemType")),
+        series_name=_text(notification.get("SeriesName")),
+        season_number=_number(notification.get("SeasonNumber")),
+        episode_number=_number(notification.get("EpisodeNumber")),
+        year=_number(notification.get("Year")),
+        series_id=_guid(notification.get("SeriesId")),
+        season_id=_guid(notification.get("SeasonId")),
+    )
+
+
+def _text(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return unescape_plugin_text(value).strip()[:500]
+
+
+def _number(value: Any) -> int | None:
+    """An int, or the digits a quoted template placeholder renders (`"{{Year}}"`)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value < 100_000 else None
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        if len(value.strip()) > 5:
+            return None
+        return int(value.strip())
+    return None
+
+
+def _guid(value: Any) -> str | None:
+    try:
+        return normalize_item_id(value) if isinstance(value, str) else None
+    except ValueError:
+        return None

@@ -133,6 +133,16 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
                 widths.append(bar_width(page, job_id))
             seen = [w for w in widths if w > 0]
             assert len(set(seen)) >= 3 and seen[-1] > seen[0], widths
+            # Rows read by title (the attempt recorded it); the search box finds it by
+            # part of its title, in another case, over all jobs, on the server.
+            running_link = page.locator(f'tr.job[data-job-id="{job_id}"] a')
+            assert running_link.text_content() == "Slow Sample"
+            page.fill("#search-q", "SLOW samp")
+            page.click("#search button")
+            page.wait_for_selector("#search-results:not([hidden]) tbody a", timeout=10_000)
+            found = page.locator("#search-results tbody a")
+            assert found.count() == 1 and found.text_content() == "Slow Sample"
+            assert found.get_attribute("href") == f"/jobs/{job_id}"
             screenshot = tmp_path / "dashboard.png"
             page.screenshot(path=str(screenshot), full_page=True)
             print(f"dashboard screenshot: {screenshot}")
@@ -162,3 +172,91 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
             browser.close()
     assert stack.object_keys() == []
     print(f"progress bar widths seen: {widths}")
+
+
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
+def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
+    stack: Stack, served: str, tmp_path: Path
+) -> None:
+    """Issue 21: type a title (not an id), pick it from Jellyfin's answers, see its job;
+    a series queues its episodes; the library page counts them and mirrors the rest."""
+    from playwright.sync_api import sync_playwright
+
+    media = tmp_path / "media.mkv"
+    media.write_bytes(b"x" * 4096)
+    movies = stack.jellyfin.add_library("Films")
+    shows = stack.jellyfin.add_library("Series", "tvshows")
+    wanted = stack.jellyfin.add_item(
+        media, name="Le Bureau des Légendes", streams=[], duration_s=60, library_id=movies,
+        extra={"ProductionYear": 2015},
+    )  # fmt: skip
+    stack.jellyfin.add_item(media, name="Other", streams=[], duration_s=60, library_id=movies)
+    series = stack.jellyfin.add_folder("Bureau (Show)", item_type="Series", library_id=shows)
+    episodes = [
+        stack.jellyfin.add_item(
+            media,
+            name=f"Episode {n}",
+            streams=[],
+            duration_s=60,
+            item_type="Episode",
+            library_id=shows,
+            extra={"SeriesId": series, "SeriesName": "Bureau (Show)"},
+        )
+        for n in (1, 2)
+    ]
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(served)
+            page.fill("#password", PASSWORD)
+            page.click("#login button")
+            page.wait_for_selector("#running", timeout=15_000)
+
+            page.fill("#enqueue-item", "bureau des legendes")  # no accent, any case
+            page.click("#enqueue button")
+            row = page.locator(f'#jellyfin-results tr.hit[data-item-id="{wanted}"]')
+            row.wait_for(timeout=15_000)
+            assert row.locator("td").nth(2).text_content() == "2015"
+            row.locator("button.queue").click()
+            row.locator("a.queued-job").wait_for(timeout=15_000)
+            assert row.locator("a.queued-job").text_content() == "queued"
+            job = stack.job(wanted)
+            assert job.status == "new"
+            row.locator("a.queued-job").click()
+            page.wait_for_url(f"{served}/jobs/{job.id}", timeout=15_000)
+            assert page.locator("#job-status").text_content() == "new"
+
+            page.goto(served)
+            page.fill("#enqueue-item", "bureau")
+            page.click("#enqueue button")
+            show_row = page.locator(f'#jellyfin-results tr.hit[data-item-id="{series}"]')
+            show_row.wait_for(timeout=15_000)
+            show_row.locator("button.queue").click()
+            stack.wait_for(
+                lambda: "2 queued" in (show_row.text_content() or ""), 15, "the series sweep"
+            )
+            assert {stack.job(e).status for e in episodes} == {"new"}
+            page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
+
+            page.goto(f"{served}/libraries")
+            films = page.locator(f'tr.library[data-library-id="{movies}"]')
+            assert films.locator(".n-queued").text_content() == "1"
+            assert films.locator(".n-not-mirrored").text_content() == "1"
+            films.locator("button.mirror-rest").click()
+            stack.wait_for(
+                lambda: films.locator("button.mirror-rest").text_content() == "queued 1",
+                15,
+                "mirror the rest",
+            )
+            assert films.locator(".n-queued").text_content() == "2"
+            page.screenshot(path=str(tmp_path / "libraries.png"), full_page=True)
+            print(f"screenshots: {tmp_path / 'search.png'}, {tmp_path / 'libraries.png'}")
+            assert len(stack.repo.list()) == 4
+        finally:
+            browser.close()
+    # No CSP violation, no script error (the login page's 401 and /favicon.ico's 404 are
+    # resources, not errors of the page's own).
+    assert [e for e in errors if not e.startswith("Failed to load resource")] == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,6 +21,8 @@ import pytest
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
+from mirror.web.player import HLSJS_VERSION
+from tests.e2e.browser_support import CHROMIUM, CHROMIUM_ARGS, needs_chromium, npm_file
 
 KEY = re.compile(r"demo/[0-9a-f]{32}/(video\.mp4|audio/\d+-[a-z]+\.m4a)")
 TEMP_DIR = re.compile(r"everything runs here, in (\S+)")
@@ -157,3 +160,113 @@ def test_an_interrupted_demo_stops_everything(
     assert process.returncode == 130, output + err
     assert err == "mirror: demo interrupted; everything it started is stopped and removed\n"
     assert_nothing_left(output, tmp_path)
+
+
+def test_demo_help_names_the_extra_with_its_brackets() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror.cli", "demo", "--help"],
+        capture_output=True, text=True, timeout=60, check=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert "pip install 'mirror[demo]'" in result.stdout, result.stdout
+
+
+def test_demo_serve_serves_the_dashboard_and_player_until_ctrl_c(tmp_path: Path) -> None:
+    import httpx
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror.cli", "demo", "--serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(tmp_path),
+    )
+    seen: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # each line as it comes; the demo is bounded by 240 s
+            seen.append(line)
+            if line.startswith("serving until Ctrl-C"):
+                break
+        output = "".join(seen)
+        dashboard = re.search(r"^dashboard +(http://127\.0\.0\.1:\d+)/$", output, re.M)
+        plays = re.findall(r"^play +(http://\S+/play/([0-9a-f]{32}))$", output, re.M)
+        assert dashboard and len(plays) == 2, output
+        with httpx.Client(timeout=30) as http:
+            assert http.get(dashboard[1] + "/").status_code == 200
+            jobs = http.get(dashboard[1] + "/api/jobs")
+            assert jobs.status_code == 200 and all(item in jobs.text for _, item in plays)
+            for page_url, _ in plays:
+                page = http.get(page_url)
+                assert page.status_code == 200 and "<video" in page.text, page.text
+                master = http.get(page_url + "/master.m3u8")
+                assert master.status_code == 200 and "#EXTM3U" in master.text, master.text
+                variant = next(line for line in master.text.splitlines() if line.endswith(".m3u8"))
+                media = http.get(f"{page_url}/{variant}")
+                assert media.status_code == 200, media.text
+                signed = [
+                    u for u in media.text.splitlines() if u.startswith("http") and "Signature=" in u
+                ]
+                assert signed, media.text
+                segment = http.get(signed[0], headers={"Range": "bytes=0-99"})
+                assert segment.status_code in (200, 206) and segment.content, segment.text
+        ports = {int(p) for p in re.findall(r"http://127\.0\.0\.1:(\d+)", output)}
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = "".join(seen) + out
+    assert process.returncode == 0, output + err
+    assert "every server the demo started is stopped" in out, output + err
+    assert len(ports) >= 2  # the web app and the Jellyfin stand-in at least (and S3)
+    for port in ports:
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    assert_nothing_left(output, tmp_path)
+
+
+@needs_chromium
+def test_demo_serve_plays_a_mirrored_sample_in_chromium(tmp_path: Path) -> None:
+    """What a newcomer watches: the demo's /play page plays from the demo's own S3."""
+    from playwright.sync_api import sync_playwright
+
+    hlsjs = npm_file("hls.js", HLSJS_VERSION, "dist/hls.min.js")  # no CDN in tests
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mirror.cli", "demo", "--serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(tmp_path, MIRROR_HLSJS_PATH=str(hlsjs)),
+    )
+    seen: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line)
+            if line.startswith("serving until Ctrl-C"):
+                break
+        plays = re.findall(r"^play +(http://\S+/play/[0-9a-f]{32})$", "".join(seen), re.M)
+        assert plays, "".join(seen)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(plays[0])
+                page.evaluate("document.getElementById('video').play()")
+                deadline = time.monotonic() + 30
+                expression = "document.getElementById('video').currentTime > 2"
+                while not page.evaluate(expression):  # the page's CSP forbids wait_for_function
+                    assert time.monotonic() < deadline, page.text_content("#status")
+                    time.sleep(0.1)
+            finally:
+                browser.close()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, out + err
+    assert_nothing_left("".join(seen) + out, tmp_path)

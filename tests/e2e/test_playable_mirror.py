@@ -2,22 +2,18 @@
 
 The sample has two audio tracks, an embedded SubRip subtitle and a sidecar `.srt`
 (fetched through the stand-in's `/Videos/.../Subtitles/{index}/Stream.vtt`). Chromium
-is Debian's (`/usr/bin/chromium`, installed by .ci/run), driven by Playwright's driver;
-hls.js comes from its npm package, installed once into a cache directory.
+and hls.js come as tests/e2e/browser_support says.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -25,19 +21,14 @@ import pytest
 from mirror.demo.media import SampleMedia, generate_sample
 from mirror.demo.stand_in.catalog import Sidecar
 from mirror.web.player import HLSJS_VERSION
+from tests.e2e.browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    allow_browsers,
+    npm_file,
+    serving,
+)
 from tests.fixtures.stack import Stack
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--enable-blink-features=AudioVideoTracks",
-]
-HLSJS_CACHE = Path(os.environ.get("MIRROR_TEST_CACHE", Path.home() / ".cache" / "mirror-tests"))
 
 
 @pytest.fixture(scope="module")
@@ -50,18 +41,7 @@ def playable_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) 
 @pytest.fixture(scope="session")
 def hlsjs_file() -> Path:
     """hls.min.js from the npm package (never copied into the repo)."""
-    target = HLSJS_CACHE / f"hls.js-{HLSJS_VERSION}"
-    script = target / "node_modules" / "hls.js" / "dist" / "hls.min.js"
-    if not script.is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed: hls.js cannot be fetched for the browser test")
-        subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
-             "--prefix", str(target), f"hls.js@{HLSJS_VERSION}"],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
-    return script
+    return npm_file("hls.js", HLSJS_VERSION, "dist/hls.min.js")
 
 
 @pytest.fixture
@@ -80,21 +60,7 @@ def mirrored(stack: Stack, playable_sample: SampleMedia, tmp_path: Path) -> str:
     stack.burst_in_process()  # the mirror is the set-up here; the worker process is not
     job = stack.job(item_id)
     assert job.status == "done", job.error
-    # The bucket setup the README gives browsers on another origin.
-    stack.s3.client.put_bucket_cors(
-        Bucket=stack.s3.bucket,
-        CORSConfiguration={
-            "CORSRules": [
-                {
-                    "AllowedOrigins": ["*"],
-                    "AllowedMethods": ["GET", "HEAD"],
-                    "AllowedHeaders": ["*"],
-                    "ExposeHeaders": ["Content-Length", "Content-Range", "ETag"],
-                    "MaxAgeSeconds": 3600,
-                }
-            ]
-        },
-    )
+    allow_browsers(stack)  # the bucket setup the README gives browsers on another origin
     return item_id
 
 
@@ -112,6 +78,10 @@ def test_job_row_and_manifest_list_playlists_and_both_subtitles(
     assert re.search(r'CODECS="avc1\.[0-9a-f]{6},mp4a\.40\.2"', master)
     sidecar_vtt = _object(stack, f"mirror/{mirrored}/subtitles/0-fre.vtt").decode()
     assert sidecar_vtt.startswith("WEBVTT") and "Bonjour de mirror" in sidecar_vtt
+    # Both on the video's clock (the sample's video starts at 0: no B-frames).
+    own_vtt = _object(stack, f"mirror/{mirrored}/subtitles/3-eng.vtt").decode()
+    for vtt in (sidecar_vtt, own_vtt):
+        assert vtt.splitlines()[1] == "X-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000", vtt
     manifest = json.loads(_object(stack, job.manifest_key or ""))
     assert manifest["hls"]["master"] == job.hls_key
     assert {p["key"] for p in manifest["hls"]["playlists"]} >= {job.hls_key}
@@ -156,38 +126,6 @@ def test_ffmpeg_reads_master_over_http_from_s3_and_decodes_every_rendition(
     )  # fmt: skip
     assert decoded.returncode == 0 and decoded.stderr == "", decoded.stderr
     print(f"ffmpeg decoded {len(streams)} renditions of {url} without error: {streams}")
-
-
-@contextlib.contextmanager
-def serving(stack: Stack, hlsjs_file: Path, **env: str) -> Iterator[str]:
-    """`mirror serve` on a free port, as a user would start it; yields its base URL."""
-    log = stack.log_dir / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=stack.env(
-                MIRROR_HLSJS_PATH=str(hlsjs_file),
-                MIRROR_LOG_LEVEL="INFO",
-                MIRROR_WEBHOOK_SECRET="not-used-here",
-                **env,
-            ),
-        )
-    try:
-        found = stack.wait_for(
-            lambda: (
-                re.search(r"serving on (http://\S+:\d+)", log.read_text())
-                or (server.poll() is not None and pytest.fail(f"serve exited: {log.read_text()}"))
-            ),
-            30,
-            "serve",
-        )
-        yield found.group(1)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.fixture
@@ -352,3 +290,56 @@ def test_output_format_mp4_keeps_todays_faststart_files_without_playlists(
     # faststart: the moov comes before the media data, no fragments.
     head = _object(stack, root + "video.mp4")[:64]
     assert head[4:8] == b"ftyp" and b"moov" in head and b"moof" not in head
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+def test_player_fetches_media_from_the_public_s3_url_when_the_internal_one_is_unreachable(
+    stack: Stack, mirrored: str, hlsjs_file: Path
+) -> None:
+    """Compose: serve and the worker use the internal endpoint, the browser only reaches S3
+    through another host name and port (a published port: here a TCP proxy)."""
+    from playwright.sync_api import Route, sync_playwright
+
+    from tests.fixtures.tcp_proxy import TcpProxy
+
+    internal = urlsplit(stack.s3.endpoint_url)
+    assert internal.hostname is not None and internal.port is not None
+    proxy = TcpProxy(internal.hostname, internal.port)
+    public_origin = f"http://localhost:{proxy.port}"  # not the host name serve uses
+    media_hosts: list[str] = []
+    blocked: list[str] = []
+
+    def unreachable(route: Route) -> None:
+        blocked.append(route.request.url)
+        route.abort("addressunreachable")
+
+    try:
+        with (
+            serving(stack, hlsjs_file, MIRROR_S3_PUBLIC_URL=public_origin) as url,
+            sync_playwright() as playwright,
+        ):
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.add_init_script(CSP_RECORDER)
+                page.route(f"{stack.s3.endpoint_url}/**", unreachable)
+                page.on(
+                    "request",
+                    lambda request: (
+                        media_hosts.append(urlsplit(request.url).netloc)
+                        if "X-Amz-Signature=" in request.url
+                        else None
+                    ),
+                )
+                page.goto(f"{url}/play/{mirrored}")
+                _until(page, "window.mirrorPlayer.audio().length === 2", 20)
+                page.evaluate("document.getElementById('video').play()")
+                _until(page, "document.getElementById('video').currentTime > 3", 30)
+                assert page.evaluate("window.cspViolations") == []
+            finally:
+                browser.close()
+    finally:
+        proxy.close()
+    assert blocked == []
+    assert media_hosts and set(media_hosts) == {f"localhost:{proxy.port}"}, media_hosts
+    print(f"{len(media_hosts)} media requests, all to {public_origin}; playback passed 3 s")

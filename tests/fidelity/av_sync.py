@@ -1,7 +1,9 @@
 """Where the sync mark of a fidelity sample (mirror.testing.fidelity_samples) is in a file.
 
 The white frame and the start of the beep are found by decoding with ffmpeg: `showinfo`
-gives each frame's timestamp and mean brightness, the audio is decoded to PCM beside
+gives each frame's timestamp and mean brightness (the white frame is the first whose
+mean jumps well above the frame before it: over black, over a moving pattern, in 8 or
+10 bits, tone-mapped or not), the audio is decoded to PCM beside
 `ashowinfo` (each frame's timestamp and length), so the beep is placed to the sample.
 `-copyts` keeps each file's own timestamps (ffmpeg would otherwise start each file at 0).
 
@@ -22,7 +24,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-_BRIGHT_MEAN = 128  # the mark frame's luma mean is 235, the others' 16
+# The mark frame's luma mean against the frame before it: 235 after 16 over black, 235
+# after 126 over the test pattern, 214 after 118 tone-mapped from HDR10, 509 after 392
+# in 10-bit PQ.
+_JUMP_RATIO = 1.2
+_JUMP_MIN = 4  # levels: a black frame's mean wobbles by one or two
 _LOUD = 0.1  # the beep's amplitude is 0.5; AAC's noise floor on silence is far below
 _FRAME = re.compile(r"pts_time:\s*(?P<t>-?[\d.]+).*?mean:\[\s*(?P<y>\d+)")
 _AUDIO_FRAME = re.compile(rb"pts_time:(?P<t>-?[\d.e+-]+) .*?rate:(?P<r>\d+) nb_samples:(?P<n>\d+)")
@@ -48,12 +54,16 @@ def mark_of(video: Path, audio: Path, ffmpeg_path: str, *, edit_lists: bool) -> 
 
 
 def flash_s(path: Path, ffmpeg_path: str, *, edit_lists: bool) -> float:
-    """The presentation time of the first bright frame of `path`'s first video stream."""
+    """The presentation time of the first frame of `path`'s first video stream that is
+    much brighter than the one before it."""
     argv = [*_input(path, ffmpeg_path, edit_lists), "-map", "0:v:0", "-vf", "showinfo"]
     text = _run([*argv, "-f", "null", "-"]).stderr.decode("utf-8", "replace")
+    before: int | None = None
     for match in _FRAME.finditer(text):
-        if int(match["y"]) > _BRIGHT_MEAN:
+        mean = int(match["y"])
+        if before is not None and mean > _JUMP_RATIO * before + _JUMP_MIN:
             return float(match["t"]) - composition_shift_s(path)
+        before = mean
     raise AssertionError(f"no bright frame in {path.name}")
 
 

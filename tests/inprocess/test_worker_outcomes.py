@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams
 from mirror.errors import TransientError
 from mirror.item import ServedFile
 from mirror.jobs import DatabaseUnavailable, Fence
-from mirror.objects import FileDigest, Upload
+from mirror.objects import Upload
 from mirror.progress import AbortSignal, ProgressCallback
 from mirror.testing.fake_s3 import InMemoryObjectStore
 from tests.fixtures.inprocess import InProcess
@@ -79,16 +79,6 @@ class Journal:
                 journal.calls.append("abort_stale_multipart_uploads")
                 return store.abort_stale_multipart_uploads(keys)
 
-            def upload_files(
-                self,
-                uploads: Sequence[Upload],
-                *,
-                on_progress: ProgressCallback,
-                abort: AbortSignal,
-            ) -> Mapping[str, FileDigest]:
-                journal.calls.append("upload_files")
-                return store.upload_files(uploads, on_progress=on_progress, abort=abort)
-
             def stream_files(
                 self,
                 uploads: Sequence[Upload],
@@ -139,8 +129,7 @@ def test_a_job_runs_its_steps_in_order_and_ends_done_with_every_output(
         "check_bucket",  # before any byte is downloaded
         "download",  # on its own thread; planning waits for its first bytes
         "abort_stale_multipart_uploads",
-        "stream_files",  # the outputs' uploads begin before ffmpeg runs, invisible
-        "upload_files",  # playlists, after ffmpeg, the verification and the publish
+        "stream_files",  # every upload (outputs, then playlists) in one run, invisible
         "put_bytes manifest.json",  # the last object
         "mark_done",  # only once everything is in S3
     ]

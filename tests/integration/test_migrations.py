@@ -44,10 +44,13 @@ def test_upgrade_from_empty_then_models_and_migrations_agree(empty_database_url:
         "audio_keys", "error", "created_at", "updated_at", "finished_at",
         "video", "skipped_streams", "source", "manifest_key", "hls_key", "subtitle_keys",
         "removed_at", "objects_deleted_at",
+        "item_name", "item_type", "series_name", "season_number", "episode_number", "year",
+        "library_name", "series_id", "season_id", "parent_id",
     }  # fmt: skip
     assert set(columns) == expected
     assert {"ix_jobs_one_active_per_item", "ix_jobs_claim", "ix_jobs_stale"} <= indexes
     assert {"ix_job_attempts_job", "ix_job_attempts_open"} <= indexes
+    assert {"ix_jobs_title_search", "ix_jobs_series_id"} <= indexes
     assert view is not None
 
 

@@ -203,7 +203,6 @@ def test_abort_does_not_wait_for_a_hung_endpoint(outputs: tuple[Path, Path]) -> 
             part_size=5 * MiB,
             max_attempts=1,
             read_timeout_s=30.0,
-            stop_grace_s=0.5,
         )
         abort = AbortSignal()
 

@@ -98,6 +98,11 @@ def test_serve_answers_healthz_and_stops_on_sigterm(
     )
     assert hook.status_code == 202 and hook.json()["status"] == "queued"
     _wait_for_line(stderr, rf"item={ITEM} .*webhook queued")
+    # No MIRROR_JELLYFIN_URL: the title search and library page say what to set.
+    search = httpx.get(f"{url}/api/jellyfin/search", params={"q": "x"}, timeout=30)
+    assert search.status_code == 503 and "MIRROR_JELLYFIN_URL" in search.json()["error"]
+    libraries = httpx.get(f"{url}/libraries", timeout=30)
+    assert libraries.status_code == 200 and "MIRROR_JELLYFIN_URL" in libraries.text
     server.send_signal(signal.SIGTERM)
     assert server.wait(timeout=30) == 0
 

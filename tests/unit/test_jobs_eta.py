@@ -99,4 +99,4 @@ def test_eta_column_only_in_the_live_table() -> None:
     plain = [column.header for column in jobs_table(records, NOW).columns]
     live = [column.header for column in jobs_table(records, NOW, with_eta=True).columns]
     assert "eta" not in plain
-    assert live == [*plain[:7], "eta", *plain[7:]]
+    assert live == [*plain[:8], "eta", *plain[8:]]

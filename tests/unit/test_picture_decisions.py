@@ -54,7 +54,7 @@ def test_interlaced_is_deinterlaced_first_and_never_copied() -> None:
     filters = video_filters(stream(interlaced=True, width=720, height=576, sar=(64, 45)))
 
     assert filters[0] == DEINTERLACE
-    assert filters[1:3] == SQUARE_EVEN
+    assert filters[1 : 1 + len(SQUARE_EVEN)] == SQUARE_EVEN
     assert not plays_everywhere(stream(interlaced=True))
 
 

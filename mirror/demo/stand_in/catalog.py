@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mirror.demo.stand_in.search import search_by_name
 from mirror.item import MediaStream
 
 TICKS_PER_SECOND = 10_000_000
@@ -204,10 +205,23 @@ class CatalogItem:
     omit_size: bool = False
     symlink_bug: bool = False  # 10.11.1-10.11.4: the link's own size, 500 on ranges
     is_folder: bool = False
+    parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
 
     @property
     def sort_name(self) -> str:
         return self.name.casefold()
+
+    @property
+    def parent_ids(self) -> set[str]:
+        """Its library, its folder, and its series and season (`extra` SeriesId, SeasonId,
+        ParentId): Jellyfin's recursive parentId listing finds an episode under each."""
+        ids = {self.library_id} | ({self.parent_id} if self.parent_id else set())
+        for key in ("SeriesId", "SeasonId", "ParentId"):
+            value = self.extra.get(key)
+            parsed = parse_guid(value) if isinstance(value, str) else None
+            if parsed is not None:
+                ids.add(parsed)
+        return ids
 
     @property
     def has_file(self) -> bool:
@@ -293,7 +307,7 @@ class CatalogItem:
             "Path": str(self.path) if "path" in wanted and has_path else None,
             "RunTimeTicks": None if self.is_folder else ticks,
             "IsFolder": self.is_folder,
-            "ParentId": self.library_id if "parentid" in wanted else None,
+            "ParentId": (self.parent_id or self.library_id) if "parentid" in wanted else None,
             "Type": self.type,
             "MediaStreams": self.media_streams() if "mediastreams" in wanted else None,
             "VideoType": None if self.is_folder else self.video_type,
@@ -347,6 +361,7 @@ class Catalog:
         omit_size: bool = False,
         symlink_bug: bool = False,
         is_folder: bool = False,
+        parent_id: str | None = None,
     ) -> str:
         if item_id is None:
             new_id = uuid.uuid4().hex
@@ -379,13 +394,85 @@ class Catalog:
             omit_size=omit_size,
             symlink_bug=symlink_bug,
             is_folder=is_folder,
+            parent_id=parent_id,
         )
         with self._lock:
             self._items[new_id] = item
         return new_id
 
+    def add_episode(
+        self,
+        path: Path,
+        *,
+        series: str,
+        season: int,
+        episode: int,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        library_id: str | None = None,
+        year: int | None = None,
+        **options: Any,
+    ) -> str:
+        """An episode as Jellyfin lists one: in its Series and Season folders (made on
+        first use), with SeriesName, SeriesId, SeasonId, SeasonName, ParentIndexNumber
+        (season), IndexNumber (episode) and its season as ParentId."""
+        series_id = self._folder(series, "Series", library_id, None)
+        season_name = f"Season {season}"
+        season_id = self._folder(season_name, "Season", library_id, series_id, index=season)
+        facts: dict[str, Any] = {
+            "SeriesName": series,
+            "SeriesId": series_id,
+            "SeasonId": season_id,
+            "SeasonName": season_name,
+            "ParentIndexNumber": season,
+            "IndexNumber": episode,
+            "ProductionYear": year,
+        }
+        return self.add_item(
+            path,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            item_type="Episode",
+            library_id=library_id,
+            parent_id=season_id,
+            extra=_without_nulls({**facts, **options.pop("extra", {})}),
+            **options,
+        )
+
+    def _folder(
+        self,
+        name: str,
+        kind: str,
+        library_id: str | None,
+        parent_id: str | None,
+        index: int | None = None,
+    ) -> str:
+        """The id of the folder of this kind and name under `parent_id`, made if new."""
+        with self._lock:
+            for item in self._items.values():
+                if item.type == kind and item.name == name and item.parent_id == parent_id:
+                    return item.id
+        return self.add_item(
+            Path("/media") / name,
+            name=name,
+            streams=(),
+            duration_s=0,
+            item_type=kind,
+            library_id=library_id,
+            is_folder=True,
+            parent_id=parent_id,
+            extra={"IndexNumber": index} if index is not None else None,
+        )
+
     def add_folder(
-        self, name: str, *, item_type: str = "Folder", library_id: str | None = None
+        self,
+        name: str,
+        *,
+        item_type: str = "Folder",
+        library_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
         """A folder-like item (Series, Season, BoxSet, Folder): no file, no MediaSources."""
         return self.add_item(
@@ -396,6 +483,7 @@ class Catalog:
             item_type=item_type,
             library_id=library_id,
             is_folder=True,
+            extra=extra,
         )
 
     def remove_item(self, item_id: str) -> None:
@@ -425,6 +513,7 @@ class Catalog:
         sort_by: Sequence[str],
         exclude_location_types: Sequence[str] = (),
         is_missing: bool | None = None,
+        search_term: str | None = None,
     ) -> list[CatalogItem]:
         """The `/Items` filters, before paging (ids/parentId already normalized).
 
@@ -437,7 +526,7 @@ class Catalog:
             wanted = set(ids)
             items = [item for item in items if item.id in wanted]
         if parent_id is not None:
-            items = [item for item in items if item.library_id == parent_id]
+            items = [item for item in items if parent_id in item.parent_ids]
         types = {_KINDS_BY_LOWER[t.lower()] for t in include_types if t.lower() in _KINDS_BY_LOWER}
         if types:
             items = [item for item in items if item.type in types]
@@ -448,8 +537,10 @@ class Catalog:
             items = [item for item in items if item.location_type.lower() not in excluded]
         if is_missing is True:
             items = [item for item in items if item.location_type == "Virtual"]
-        if any(key.lower() == "sortname" for key in sort_by):
+        if any(key.lower() == "sortname" for key in sort_by) or search_term:
             items.sort(key=lambda item: (item.sort_name, item.id))
+        if search_term:
+            items = search_by_name(items, search_term)
         return items
 
 

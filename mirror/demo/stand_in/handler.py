@@ -327,6 +327,7 @@ class JellyfinHandler(BaseHTTPRequestHandler):
                 t for t in query.get("excludelocationtypes", "").split(",") if t
             ],
             is_missing={"true": True, "false": False}.get(missing),
+            search_term=query.get("searchterm") or None,
         )
         page = items[start:] if limit is None else items[start : start + limit]
         fields = query.get("fields", "").split(",")

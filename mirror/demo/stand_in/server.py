@@ -134,11 +134,45 @@ class JellyfinStandIn:
             path, name=name, streams=streams, duration_s=duration_s, **options
         )
 
-    def add_folder(
-        self, name: str, *, item_type: str = "Folder", library_id: str | None = None
+    def add_episode(
+        self,
+        path: Path,
+        *,
+        series: str,
+        season: int,
+        episode: int,
+        name: str,
+        streams: Sequence[MediaStream | Mapping[str, Any]],
+        duration_s: float,
+        **options: Any,
     ) -> str:
-        """A Series, Season, BoxSet or Folder: listed by /Items, never downloadable."""
-        return self._state.catalog.add_folder(name, item_type=item_type, library_id=library_id)
+        """An Episode in its Series and Season (made on first use), with SeriesName,
+        SeriesId, SeasonId, ParentIndexNumber and IndexNumber as Jellyfin lists them."""
+        return self._state.catalog.add_episode(
+            path,
+            series=series,
+            season=season,
+            episode=episode,
+            name=name,
+            streams=streams,
+            duration_s=duration_s,
+            **options,
+        )
+
+    def add_folder(
+        self,
+        name: str,
+        *,
+        item_type: str = "Folder",
+        library_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> str:
+        """A Series, Season, BoxSet or Folder: listed by /Items, never downloadable.
+        A season names its series in `extra` ({"SeriesId": ..., "SeriesName": ...}), an
+        episode both in add_item's `extra`: a parentId listing of either finds it."""
+        return self._state.catalog.add_folder(
+            name, item_type=item_type, library_id=library_id, extra=extra
+        )
 
     def remove_item(self, item_id: str) -> None:
         """Delete the item, as Jellyfin does after its file is gone and the library rescanned."""

@@ -104,6 +104,61 @@
     }
   }
 
+  const ITEM_ID = /^([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+  const WHOLE = { Series: "Mirror series", Season: "Mirror season", Library: "Mirror library" };
+
+  function seriesText(item) {
+    if (!item.series_name) return "";
+    let text = item.series_name;
+    if (item.type === "Episode" && item.parent_index_number !== null && item.index_number !== null) {
+      text += " S" + String(item.parent_index_number).padStart(2, "0") + "E" + String(item.index_number).padStart(2, "0");
+    } else if (item.season_name) {
+      text += " / " + item.season_name;
+    }
+    return text;
+  }
+
+  // One search answer: a row per item, with "Mirror" (one job) or "Mirror series" and the
+  // like (every item under it that is neither mirrored nor queued).
+  function drawJellyfin(answer) {
+    const section = document.getElementById("jellyfin-results");
+    const tbody = section.querySelector("tbody");
+    tbody.replaceChildren();
+    for (const item of answer.items) {
+      const row = tbody.insertRow();
+      row.className = "hit";
+      row.dataset.itemId = item.id;
+      cell(row, item.name); cell(row, item.type); cell(row, item.year); cell(row, seriesText(item));
+      const actions = cell(row, "");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "act queue";
+      button.textContent = WHOLE[item.type] || "Mirror";
+      button.disabled = !canAct;
+      button.title = canAct ? "" : "log in (MIRROR_UI_PASSWORD) to act";
+      button.addEventListener("click", () => {
+        if (WHOLE[item.type]) {
+          act("POST", "/api/sweep", { parent_id: item.id }, (result) => {
+            actions.textContent = result.summary; say(item.name + ": " + result.summary); refresh();
+          });
+        } else {
+          act("POST", "/api/enqueue", { item_id: item.id }, (result) => {
+            actions.replaceChildren();
+            const a = document.createElement("a");
+            a.href = "/jobs/" + result.job.id;
+            a.className = "queued-job";
+            a.textContent = result.status;
+            actions.appendChild(a);
+            say(item.name + ": " + result.status); refresh();
+          });
+        }
+      });
+      actions.appendChild(button);
+    }
+    if (!answer.items.length) cell(tbody.insertRow(), "Jellyfin has no such title");
+    section.hidden = false;
+  }
+
   async function refresh() {
     const view = await api("GET", "/api/overview");
     for (const el of document.querySelectorAll("#counts .n")) {
@@ -126,9 +181,14 @@
     document.getElementById("enqueue").addEventListener("submit", (event) => {
       event.preventDefault();
       const input = document.getElementById("enqueue-item");
-      act("POST", "/api/enqueue", { item_id: input.value.trim() }, (answer) => {
-        say(answer.status + ": job " + answer.job.id); input.value = ""; refresh();
-      });
+      const text = input.value.trim();
+      if (ITEM_ID.test(text)) {
+        act("POST", "/api/enqueue", { item_id: text }, (answer) => {
+          say(answer.status + ": job " + answer.job.id); input.value = ""; refresh();
+        });
+      } else {
+        act("GET", "/api/jellyfin/search?q=" + encodeURIComponent(text), null, drawJellyfin);
+      }
     });
     document.getElementById("search").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -170,6 +230,22 @@
     });
   }
 
+  function librariesPage() {
+    for (const button of document.querySelectorAll("button.mirror-rest")) {
+      button.disabled = !canAct || button.dataset.rest === "0";
+      const row = button.closest("tr");
+      button.addEventListener("click", () => act("POST", "/api/libraries/" + button.dataset.libraryId + "/mirror-rest", {}, (answer) => {
+        const queued = row.querySelector(".n-queued");
+        queued.textContent = Number(queued.textContent) + answer.queued;
+        row.querySelector(".n-not-mirrored").textContent = "0";
+        row.querySelector(".n-changed").textContent = "0";
+        button.textContent = "queued " + answer.queued;
+        button.disabled = true;
+        say(answer.name + ": " + answer.queued + " queued");
+      }));
+    }
+  }
+
   function login() {
     document.getElementById("login").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -185,6 +261,7 @@
     try { csrf = (await api("GET", "/api/session")).csrf_token; } catch (error) { say(error.message); }
     if (document.getElementById("running")) dashboard();
     if (document.getElementById("job")) jobPage();
+    if (document.getElementById("libraries")) librariesPage();
   }
   start();
 })();

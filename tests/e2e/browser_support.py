@@ -1,0 +1,103 @@
+"""What the browser tests share: Debian's Chromium, players from npm, `mirror serve`.
+
+Chromium is Debian's (`/usr/bin/chromium`, installed by .ci/run), driven by Playwright's
+driver, never a downloaded browser. Players come from their npm packages at pinned
+versions, installed once into a cache directory by the tests' set-up (never copied into
+the repo); without npm the tests that need them are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.stack import Stack
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--enable-blink-features=AudioVideoTracks",
+]
+NPM_CACHE = Path(os.environ.get("MIRROR_TEST_CACHE", Path.home() / ".cache" / "mirror-tests"))
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed here"
+)
+
+
+def npm_file(package: str, version: str, relative: str) -> Path:
+    """`relative` inside `package@version` from npm, installed into the cache if missing."""
+    target = NPM_CACHE / f"{package}-{version}"
+    path = target / "node_modules" / package / relative
+    if not path.is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip(f"npm is not installed: {package} cannot be fetched for the browser test")
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
+             "--prefix", str(target), f"{package}@{version}"],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+    return path
+
+
+@contextlib.contextmanager
+def serving(stack: Stack, hlsjs_file: Path, **env: str) -> Iterator[str]:
+    """`mirror serve` on a free port, as a user would start it; yields its base URL."""
+    log = stack.log_dir / "serve.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=stack.env(
+                MIRROR_HLSJS_PATH=str(hlsjs_file),
+                MIRROR_LOG_LEVEL="INFO",
+                MIRROR_WEBHOOK_SECRET="not-used-here",
+                **env,
+            ),
+        )
+    try:
+        found = stack.wait_for(
+            lambda: (
+                re.search(r"serving on (http://\S+:\d+)", log.read_text())
+                or (server.poll() is not None and pytest.fail(f"serve exited: {log.read_text()}"))
+            ),
+            30,
+            "serve",
+        )
+        yield found.group(1)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def allow_browsers(stack: Stack) -> None:
+    """The bucket CORS rule the README gives browsers on another origin."""
+    stack.s3.client.put_bucket_cors(
+        Bucket=stack.s3.bucket,
+        CORSConfiguration={
+            "CORSRules": [
+                {
+                    "AllowedOrigins": ["*"],
+                    "AllowedMethods": ["GET", "HEAD"],
+                    "AllowedHeaders": ["*"],
+                    "ExposeHeaders": ["Content-Length", "Content-Range", "ETag"],
+                    "MaxAgeSeconds": 3600,
+                }
+            ]
+        },
+    )
