@@ -16,11 +16,13 @@ stopped server started again keeps its buckets and objects.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from importlib import metadata
@@ -202,7 +204,20 @@ class SeaweedServer:
             return False
         finally:
             client.close()
-        return set(self._buckets) <= names
+        return set(self._buckets) <= names and self._volume_server_joined()
+
+    def _volume_server_joined(self) -> bool:
+        """The master knows the volume server: S3 answers listings before that, but a
+        read of stored data after a restart fails with InternalError until it has joined
+        (seen on a loaded machine)."""
+        url = f"http://127.0.0.1:{self._ports['master.port']}/dir/status"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                status = json.load(answer)
+        except (OSError, ValueError):
+            return False
+        centres = status.get("Topology", {}).get("DataCenters") or []
+        return any(rack.get("DataNodes") for centre in centres for rack in centre["Racks"])
 
 
 @contextmanager
