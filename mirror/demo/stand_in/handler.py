@@ -351,7 +351,16 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         if not item.has_file:
             self._send_text(400, "Error processing request.")
             return
-        with item.path.open("rb") as file:
+        try:
+            file = item.path.open("rb")
+        except (FileNotFoundError, NotADirectoryError):
+            # Every version: GetDownload's PhysicalFile throws FileNotFoundException (a
+            # gone folder: DirectoryNotFoundException) for a file missing on disk, and
+            # Jellyfin.Api/Middleware/ExceptionMiddleware.cs answers both with a plain
+            # 404 while the item's metadata still answers (a share offline, a NAS asleep).
+            self._send_text(404, "Error processing request.")
+            return
+        with file:
             stat = os.fstat(file.fileno())
             size, last_modified = stat.st_size, http_date(stat.st_mtime)
             range_header, if_range = self.headers.get("Range"), self.headers.get("If-Range")
