@@ -28,7 +28,10 @@ DISC_KINDS = {
 _WHY = {
     "folder": "it holds other items, not media of its own (mirror its episodes or movies)",
     "virtual item": "Jellyfin knows it only from metadata; there is no file to download",
-    ".strm link": "Jellyfin streams it from a URL; /Download would only serve the link text",
+    ".strm link": (
+        "Jellyfin plays it from the URL or path written in it; /Download would only serve "
+        "the link text"
+    ),
     "ISO image": "a disc image, not one video file ffmpeg can read",
     "DVD folder": "a folder rip Jellyfin cannot serve as one file",
     "Blu-ray folder": "a folder rip Jellyfin cannot serve as one file",
