@@ -2,8 +2,9 @@
 
 Routes, status codes and headers follow ../shared/jellyfin/: 401 with an empty body
 without the `MediaBrowser ... Token="<key>"` header, 400 for ids that are not GUIDs,
-404 for unknown ones, and downloads served like ASP.NET's PhysicalFile with range
-processing (206 + Content-Range, 416 past the end, If-Range against Last-Modified).
+404 for unknown ones (and, plain text, for the missing file of a known item), and
+downloads served like ASP.NET's PhysicalFile with range processing (206 +
+Content-Range, 416 past the end, If-Range against Last-Modified).
 """
 
 from __future__ import annotations
