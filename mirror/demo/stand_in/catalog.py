@@ -206,6 +206,8 @@ class CatalogItem:
     symlink_bug: bool = False  # 10.11.1-10.11.4: the link's own size, 500 on ranges
     is_folder: bool = False
     parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
+    strm_target: str | None = None  # a .strm (`path`): the text it holds, listed as source Path
+    strm_remote: bool = True  # IsRemote of that .strm (see versions.strm_is_remote)
 
     @property
     def sort_name(self) -> str:
@@ -279,6 +281,25 @@ class CatalogItem:
             }
         )
 
+    def _strm_source(self, ticks: int | None) -> dict[str, Any]:
+        """A .strm's media source as BaseItem.GetVersionInfo lists a shortcut: Path its
+        target, Protocol the target's, Container the .strm's own extension."""
+        return _without_nulls(
+            {
+                "Protocol": self.protocol,
+                "Id": self.id,
+                "Path": self.strm_target,
+                "Type": "Default",
+                "Container": self.path.suffix.lstrip(".").lower(),
+                "Name": self.path.stem,
+                "IsRemote": self.strm_remote,
+                "RunTimeTicks": ticks,
+                "SupportsDirectPlay": True,
+                "VideoType": self.video_type,
+                "MediaStreams": self.media_streams(),
+            }
+        )
+
     def _size_of(self, path: Path, own: bool) -> int | None:
         if own:
             return self.size()
@@ -295,7 +316,10 @@ class CatalogItem:
         sources: list[dict[str, Any]] | None = None
         if not self.is_folder and self.location_type != "Virtual":
             sources = [self._source(vid, path, ticks) for vid, path in self.other_versions]
-            sources.append(self._source(self.id, self.path, ticks))
+            if self.strm_target is not None:
+                sources.append(self._strm_source(ticks))
+            else:
+                sources.append(self._source(self.id, self.path, ticks))
         has_path = self.location_type != "Virtual"
         data: dict[str, Any] = {
             "Name": self.name,
@@ -362,6 +386,8 @@ class Catalog:
         symlink_bug: bool = False,
         is_folder: bool = False,
         parent_id: str | None = None,
+        strm_target: str | None = None,
+        strm_remote: bool = True,
     ) -> str:
         if item_id is None:
             new_id = uuid.uuid4().hex
@@ -395,6 +421,8 @@ class Catalog:
             symlink_bug=symlink_bug,
             is_folder=is_folder,
             parent_id=parent_id,
+            strm_target=strm_target,
+            strm_remote=strm_remote,
         )
         with self._lock:
             self._items[new_id] = item

@@ -31,6 +31,7 @@ from mirror.demo.stand_in.handler import (
     StandInHTTPServer,
     StandInState,
 )
+from mirror.demo.stand_in.versions import strm_is_remote, strm_protocol
 from mirror.item import MediaStream
 
 __all__ = ["DownloadSpan", "JellyfinStandIn", "RequestRecord", "Sidecar", "most_at_once"]
@@ -132,6 +133,22 @@ class JellyfinStandIn:
         """
         return self._state.catalog.add_item(
             path, name=name, streams=streams, duration_s=duration_s, **options
+        )
+
+    def add_strm(self, path: Path, target: str, *, name: str, **options: Any) -> str:
+        """Write a `.strm` at `path` holding `target` and serve it as this version lists
+        one (see versions.py): from 10.11.7 a local `target` is Protocol File, not remote.
+        /Download serves the .strm's text, as Jellyfin's does."""
+        path.write_text(target + "\n", encoding="utf-8")
+        return self._state.catalog.add_item(
+            path,
+            name=name,
+            streams=[],
+            duration_s=0.0,
+            protocol=strm_protocol(target),
+            strm_target=target,
+            strm_remote=strm_is_remote(self.version, target),
+            **options,
         )
 
     def add_episode(
