@@ -72,8 +72,15 @@ class WebhookPolicy:
 
 
 # Marks a removed item (its objects go after MIRROR_DELETE_GRACE, with `mirror sync
-# --delete`) unless that is more removals at once than the delete guard allows.
+# --delete`) unless Jellyfin still has it, or that is more removals at once than the
+# delete guard allows.
 ItemRemover = Callable[[str], Marked]
+
+# Whether Jellyfin still has the item; raises MirrorError when Jellyfin cannot be asked.
+ItemPresence = Callable[[str], bool]
+
+STILL_THERE = "still in Jellyfin"
+UNCHECKED = "not checked"  # Jellyfin could not be asked: nothing marked, answered 503
 
 
 class BadDelivery(ValueError):
@@ -105,7 +112,7 @@ class MirrorWeb:
         self.deletions = Counter(
             "mirror_webhook_item_deleted",
             "ItemDeleted deliveries by what was done: noted, removed, cancelled, held back, "
-            "already removed, not mirrored.",
+            "already removed, not mirrored, still in Jellyfin, not checked.",
             ["action"],
             registry=self.registry,
         )
@@ -198,7 +205,7 @@ class MirrorWeb:
             "job": verdict.get("job_id"),
         }
         log.bind(**context).info("webhook %s", verdict["status"])
-        return _json(verdict, 202)
+        return _json(verdict, 503 if verdict["status"] == UNCHECKED else 202)
 
     def _act_on(self, notification: dict[str, Any]) -> dict[str, Any]:
         """Enqueue an added item of a wanted type; everything else is acknowledged, ignored."""
@@ -252,7 +259,24 @@ class MirrorWeb:
         marked = self.remover(item_id)
         self.deletions.labels(marked.outcome).inc()
         verdict: dict[str, Any] = {"status": marked.outcome, "item_id": item_id}
-        if marked.outcome == "held back":
+        if marked.outcome in ("removed", "cancelled", "held back"):
+            verdict["items"] = marked.items  # a Series or Season: the items under it
+        if marked.outcome == STILL_THERE:
+            verdict["reason"] = (
+                "Jellyfin still has this item (a file replaced in place keeps its id, and "
+                "the plugin may send its ItemDeleted after the ItemAdded): mirror kept"
+            )
+        elif marked.outcome == UNCHECKED:
+            log.bind(item=item_id).warning(
+                "ItemDeleted not acted on: %s; the plugin does not retry, so run "
+                "`mirror sync --delete` once Jellyfin answers",
+                marked.reason,
+            )
+            verdict["reason"] = (
+                f"{marked.reason}: objects kept; the plugin does not retry, run "
+                "`mirror sync --delete` once Jellyfin answers"
+            )
+        elif marked.outcome == "held back":
             log.bind(item=item_id).warning(
                 "ItemDeleted held back: %s (a library emptied by an offline mount?); "
                 "`mirror sync --delete` checks with Jellyfin",
@@ -349,7 +373,9 @@ def web_app(settings: Settings, db: Database) -> WSGIApplication:
     from mirror import wiring
 
     policy = webhook_policy(settings)
-    remover = item_remover(db.removals) if policy.delete_removed else None
+    remover = (
+        item_remover(db.removals, jellyfin_presence(settings)) if policy.delete_removed else None
+    )
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
@@ -421,16 +447,46 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
     log.info("stopped")
 
 
-def item_remover(removals: Removals, limit: DeleteLimit = DEFAULT_LIMIT) -> ItemRemover:
-    """Mark, never delete: a delivery is a hint, and a burst of them the symptom of a
-    library emptied by an offline mount; `mirror sync --delete` deletes after the grace,
-    once Jellyfin confirms the item is still gone. A queued or running job of the item
-    is cancelled (the worker stops at its next heartbeat, and never marks it done)."""
+def item_remover(
+    removals: Removals, still_in_jellyfin: ItemPresence, limit: DeleteLimit = DEFAULT_LIMIT
+) -> ItemRemover:
+    """Ask Jellyfin first, then mark, never delete.
+
+    A delivery is a hint: jellyfin-plugin-webhook sends ItemAdded and ItemDeleted from
+    two separate queues (Notifiers/ItemAddedNotifier/ItemAddedManager.cs and
+    Notifiers/ItemDeletedNotifier/ItemDeletedManager.cs, each drained by its own
+    scheduled task), so a file replaced in place - same id - can have its ItemDeleted
+    arrive after its ItemAdded (jellyfin-plugin-webhook #327). So an item Jellyfin still
+    has keeps its mirror, and one it cannot be asked about too (nothing is retried: the
+    answer is a 503 the plugin logs, and `mirror sync --delete` is the catch-up).
+    A burst of deliveries is the symptom of a library emptied by an offline mount, hence
+    the guard; `mirror sync --delete` deletes after the grace, once Jellyfin confirms the
+    item is still gone. A queued or running job of the item is cancelled (the worker
+    stops at its next heartbeat, and never marks it done)."""
 
     def remove(item_id: str) -> Marked:
+        try:
+            present = still_in_jellyfin(item_id)
+        except MirrorError as error:
+            return Marked(UNCHECKED, f"cannot ask Jellyfin whether it still has it: {error}")
+        if present:
+            return Marked(STILL_THERE)
         return removals.mark_one_unless_too_many(item_id, limit.problem)
 
     return remove
+
+
+def jellyfin_presence(settings: Settings) -> ItemPresence:
+    """Asks Jellyfin (MIRROR_JELLYFIN_URL unset: a ConfigError, so nothing is marked) as
+    `mirror sync --delete` does (`GET /Items?ids=...`: a deleted item,
+    folders included, is simply not listed), two tries while the plugin's request waits."""
+    from mirror import wiring
+
+    def present(item_id: str) -> bool:
+        with wiring.jellyfin_client(settings, retry_attempts=2) as client:
+            return item_id in client.existing_item_ids([item_id])
+
+    return present
 
 
 def listening(server: Any) -> list[str]:

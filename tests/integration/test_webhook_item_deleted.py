@@ -51,7 +51,7 @@ def _deliver(client: Client, item_id: str) -> dict[str, Any]:
 
 def _web(engine: Engine) -> Client:
     policy = WebhookPolicy(secret=SECRET, item_types=("Movie",), delete_removed=True)
-    remover = item_remover(Removals(engine))
+    remover = item_remover(Removals(engine), lambda _item_id: False)  # gone from Jellyfin
     return Client(MirrorWeb(JobRepository(engine), QueueStats(engine), policy, remover))
 
 
