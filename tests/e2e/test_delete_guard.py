@@ -24,7 +24,8 @@ from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.jellyfin.client import JellyfinClient
 from mirror.manifest import RestoredJob
-from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy, item_remover
+from mirror.web.removed_items import item_remover
+from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy
 from tests.fixtures.stack import Stack
 
 OBJECTS = ("manifest.json",)  # per mirrored item (the row names a video.mp4 too)

@@ -22,7 +22,8 @@ from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.delete_guard import NO_LIMIT
 from mirror.jobs import Mirrored
-from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
+from mirror.web.removed_items import item_remover
+from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy
 from tests.fixtures.s3 import S3Target
 
 SECRET = "correct horse battery staple"

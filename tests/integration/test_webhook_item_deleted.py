@@ -17,7 +17,8 @@ from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.manifest import RestoredJob
-from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy, item_remover
+from mirror.web.removed_items import item_remover
+from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy
 
 SECRET = "s3cret"
 
