@@ -519,6 +519,30 @@ class Catalog:
         with self._lock:
             del self._items[item_id]
 
+    def delete_item(self, item_id: str) -> list[CatalogItem]:
+        """Jellyfin's LibraryManager.DeleteItem: the item and, for a folder, everything
+        under it (GetRecursiveChildren) go; returns them, the descendants first."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(item_id)
+            under = [
+                other
+                for other in self._items.values()
+                if other.id != item_id and item.is_folder and item_id in other.parent_ids
+            ]
+            for gone in (*under, item):
+                del self._items[gone.id]
+        return [*under, item]
+
+    def replace_file(self, item_id: str, path: Path) -> CatalogItem:
+        """A file replaced in place: same path, so Jellyfin keeps the id (it derives ids
+        from the path), with the new file's size and date."""
+        with self._lock:
+            item = replace(self._items[item_id], path=Path(path))
+            self._items[item_id] = item
+            return item
+
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran (or not): MediaStreams and RunTimeTicks appear."""
         with self._lock:
