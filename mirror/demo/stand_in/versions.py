@@ -15,14 +15,34 @@ import re
 STRM_LOCAL_TARGET_NOT_REMOTE = "10.11.7"
 
 
-def version_tuple(version: str) -> tuple[int, ...]:
-    """(10, 11, 7) from "10.11.7" (a suffix such as "-rc5" is ignored)."""
-    return tuple(int(part) for part in re.findall(r"\d+", version.split("-")[0])[:3])
+_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:-rc(\d+))?")
+# A release sorts after each of its release candidates.
+_RELEASE = 1_000
+
+# 12.0-rc5: deleting a folder raises ItemRemoved for each descendant first, then the
+# folder ("Announce the descendants before the item itself", LibraryManager.DeleteItem);
+# up to 12.0-rc4 only the folder is reported.
+DESCENDANTS_REPORTED = "12.0.0-rc5"
+
+
+def version_tuple(version: str) -> tuple[int, int, int, int]:
+    """(10, 11, 7, 1000) from "10.11.7", (12, 0, 0, 5) from "12.0-rc5"; a version this
+    cannot read sorts first (it has no behaviour that came later)."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (0, 0, 0, 0)
+    major, minor, patch, rc = match.groups()
+    return (int(major), int(minor), int(patch or 0), int(rc) if rc else _RELEASE)
 
 
 def at_least(version: str, since: str) -> bool:
     """Whether a server of `version` has the behaviour that came with `since`."""
     return version_tuple(version) >= version_tuple(since)
+
+
+def reports_descendants(version: str) -> bool:
+    """Whether deleting a folder in a server of `version` reports what was under it."""
+    return at_least(version, DESCENDANTS_REPORTED)
 
 
 def strm_is_remote(version: str, target: str) -> bool:

@@ -20,30 +20,18 @@ What decides behaviour, from the sources (Jellyfin 10.9.11-12.0-rc5, plugin v15-
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
 
 from mirror.demo.stand_in.catalog import CatalogItem
+from mirror.demo.stand_in.versions import reports_descendants
 
 PLUGIN_VERSION = "v18"  # the first for Jellyfin 10.11
 FIRST_WITH_ITEM_DELETED = 16
-DESCENDANTS_REPORTED_FROM = (12, 0, 0, 5)  # Jellyfin 12.0-rc5
 # The plugin's item type checkboxes, by the class name it sends as ItemType.
 NOTIFIABLE = ("Movie", "Episode", "Series", "Season", "MusicAlbum", "Audio", "Video")
-_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:-rc(\d+))?")
-
-
-def reports_descendants(jellyfin_version: str) -> bool:
-    """Whether deleting a folder in this Jellyfin raises ItemRemoved for what is under it."""
-    match = _VERSION.match(jellyfin_version)
-    if match is None:
-        return False
-    major, minor, patch, rc = match.groups()
-    release = (int(major), int(minor), int(patch or 0), int(rc) if rc else 1_000)
-    return release >= DESCENDANTS_REPORTED_FROM
 
 
 @dataclass(frozen=True, slots=True)
