@@ -134,7 +134,7 @@ class MediaItem:
     protocol: str | None = None  # File, Http, ... (a .strm link is Http)
     is_remote: bool = False
     is_folder: bool = False
-    etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
+    etag: str | None = None  # MediaSources[].ETag (never the item's Etag: see fingerprint)
     title: ItemTitle = field(
         default_factory=ItemTitle
     )  # name, series, season, episode, year, parent ids

@@ -1,7 +1,7 @@
 """`mirror sync`: make the bucket converge on the library.
 
 A sweep only adds what was never mirrored; sync also notices what changed since it was
-mirrored (a better release replaced the file: new path, size or ETag) and what left
+mirrored (a better release replaced the file: new size or ETag) and what left
 Jellyfin (its objects are orphans). The classification is a pure function of the
 listing and the item's job history, tested on its own; the rest walks the library page
 by page like the sweep (same listing, same constant memory) and acts on the result.
@@ -21,10 +21,12 @@ from mirror.jellyfin import ItemSummary
 from mirror.library_sweep import LibraryLister, PageProgress, titles_of
 from mirror.sources import non_file_kind
 
-# Facts compared between the row's `source` and the listing, when both sides have them.
-# Path and size catch a replaced file; the ETag (Jellyfin's MD5 of DateModified) and
-# date_modified catch one replaced in place with the same size.
-FINGERPRINT_FACTS = ("path", "size", "etag", "date_modified")
+# Facts compared between the row's `source` and the listing, when both sides have them:
+# only what identifies the bytes (see ItemSummary.fingerprint). Size catches a replaced
+# file; the ETag (Jellyfin's MD5 of the stored DateModified) one replaced in place with
+# the same size. No path: on 10.11.3+ the listing's and the download's paths are two
+# spellings of one symlinked file (jellyfin PR #15263).
+FINGERPRINT_FACTS = ("media_source_id", "size", "etag")
 
 
 class SyncClass(enum.StrEnum):

@@ -53,13 +53,22 @@ def test_same_fingerprint_is_unchanged() -> None:
 @pytest.mark.parametrize(
     ("current", "change"),
     [
-        ({"path": "/m/b.mkv", "size": 100, "etag": "e1"}, "path /m/a.mkv -> /m/b.mkv"),
+        ({"media_source_id": "b" * 32, "size": 100}, f"media_source_id {ITEM} -> {'b' * 32}"),
         ({"path": "/m/a.mkv", "size": 200, "etag": "e1"}, "size 100 -> 200"),
         ({"path": "/m/a.mkv", "size": 100, "etag": "e2"}, "etag e1 -> e2"),
     ],
 )
-def test_path_size_or_etag_difference_is_changed(current: dict[str, Any], change: str) -> None:
+def test_source_id_size_or_etag_difference_is_changed(current: dict[str, Any], change: str) -> None:
     assert classify(current, history("done")) == (SyncClass.CHANGED, [change])
+
+
+def test_a_path_alone_is_not_a_change() -> None:
+    # 10.11.3+: the row recorded the media source's Path (a symlink's target), the
+    # listing may carry the item's Path (the link): one file, two spellings.
+    assert classify({"path": "/links/a.mkv", "size": 100, "etag": "e1"}, history("done")) == (
+        SyncClass.UNCHANGED,
+        [],
+    )
 
 
 def test_facts_missing_on_either_side_are_not_compared() -> None:

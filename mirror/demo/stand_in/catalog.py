@@ -204,6 +204,9 @@ class CatalogItem:
     other_versions: tuple[tuple[str, Path], ...] = ()  # (source id, path), listed first
     omit_size: bool = False
     symlink_bug: bool = False  # 10.11.1-10.11.4: the link's own size, 500 on ranges
+    # 10.11.3+ (jellyfin PR #15263): MediaSources[].Path is a symlink's resolved target,
+    # while the item's own Path stays the link.
+    resolved_source_path: bool = False
     is_folder: bool = False
     parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
 
@@ -264,7 +267,7 @@ class CatalogItem:
             {
                 "Protocol": self.protocol,
                 "Id": source_id,
-                "Path": "http://media.example/stream.mkv" if remote else str(path),
+                "Path": "http://media.example/stream.mkv" if remote else self._source_path(path),
                 "Type": "Default" if own else "Grouping",
                 "Container": None if remote else container,
                 "Size": None if self.omit_size or remote else self._size_of(path, own),
@@ -278,6 +281,10 @@ class CatalogItem:
                 "MediaStreams": self.media_streams(),
             }
         )
+
+    def _source_path(self, path: Path) -> str:
+        """The media source's Path: the link itself, or on 10.11.3+ where it points."""
+        return str(path.resolve() if self.resolved_source_path else path)
 
     def _size_of(self, path: Path, own: bool) -> int | None:
         if own:
@@ -360,6 +367,7 @@ class Catalog:
         other_versions: Sequence[Path] = (),
         omit_size: bool = False,
         symlink_bug: bool = False,
+        resolved_source_path: bool = False,
         is_folder: bool = False,
         parent_id: str | None = None,
     ) -> str:
@@ -393,6 +401,7 @@ class Catalog:
             other_versions=tuple((uuid.uuid4().hex, Path(p)) for p in other_versions),
             omit_size=omit_size,
             symlink_bug=symlink_bug,
+            resolved_source_path=resolved_source_path,
             is_folder=is_folder,
             parent_id=parent_id,
         )
