@@ -48,15 +48,36 @@ QUEUE_CLASSES = frozenset({SyncClass.NEW, SyncClass.CHANGED})
 DeleteItem = Callable[[str], int]
 
 
-def fingerprint_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """`size 100 -> 200` for each fact both sides know and that differs."""
+# Answers the content probe (mirror.content_probe) of an item's file of this size, or None.
+ProbeContent = Callable[[str, int], "str | None"]
+
+
+def _changed_facts(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     return [
-        f"{fact} {recorded[fact]} -> {current[fact]}"
+        fact
         for fact in FINGERPRINT_FACTS
         if recorded.get(fact) is not None
         and current.get(fact) is not None
         and recorded[fact] != current[fact]
     ]
+
+
+def fingerprint_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """`size 100 -> 200` for each fact both sides know and that differs."""
+    return [
+        f"{fact} {recorded[fact]} -> {current[fact]}" for fact in _changed_facts(recorded, current)
+    ]
+
+
+def only_time_changed(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Whether a content probe can settle it: same size, only the ETag (a time) differs,
+    and the row holds the probe of the file it mirrored."""
+    return (
+        recorded.get("content_probe") is not None
+        and current.get("size") is not None
+        and recorded.get("size") == current.get("size")
+        and _changed_facts(recorded, current) == ["etag"]
+    )
 
 
 def classify(
@@ -96,6 +117,7 @@ class SyncReport:
     grace_s: float = 0.0
     held_back: str | None = None  # why this run removed nothing, or None
     purged: list[str] = field(default_factory=list)  # items whose objects were deleted
+    touched: list[str] = field(default_factory=list)  # new time, same content probe: kept
 
     def add(self, kind: SyncClass, item_id: str) -> None:
         self.items[kind].append(item_id)
@@ -117,6 +139,7 @@ class SyncReport:
             "held_back": self.held_back,
             "grace_s": self.grace_s,
             "purged": sorted(self.purged),
+            "touched": sorted(self.touched),
         }
 
 
@@ -132,6 +155,8 @@ class SyncJobs(Protocol):
     def record_titles(self, titles: Mapping[str, ItemTitle]) -> None: ...
 
     def restore(self, item_ids: Sequence[str]) -> list[str]: ...
+
+    def refresh_source(self, item_id: str, facts: dict[str, object]) -> None: ...
 
 
 class SyncRemovals(Protocol):
@@ -176,6 +201,7 @@ class SyncedPage:
 
     entries: list[Classified]
     queued: int
+    touched: list[str] = field(default_factory=list)  # only their time changed: kept
 
 
 def classify_page(
@@ -202,16 +228,28 @@ def sync_pages(
     dry_run: bool,
     on_page: PageProgress | None = None,
     library_name: str | None = None,
+    probe: ProbeContent | None = None,
 ) -> Iterator[SyncedPage]:
     """Walk the library page by page (constant memory): classify each page and, unless
     `dry_run`, queue its NEW and CHANGED items and keep its RESTORED items' mirrors.
 
+    With `probe`, a CHANGED item whose only change is its time (a `touch`) is probed
+    first: the same first and last MiB as mirrored make it UNCHANGED, and (unless
+    `dry_run`) its row takes the new ETag so the next sync need not probe again.
     `sync_library` and the dashboard's library page both walk with this, so they count
     alike; what is kept of each page is the caller's choice.
     """
     handled = 0
     for page in lister.iter_library_pages(parent_id, item_types):
-        entries = classify_page(page.items, jobs.histories([item.id for item in page.items]))
+        histories = jobs.histories([item.id for item in page.items])
+        entries = classify_page(page.items, histories)
+        touched: list[str] = []
+        if probe is not None:
+            entries = [_settle_by_probe(e, histories, probe, touched) for e in entries]
+        if touched and not dry_run:
+            for item_id in touched:
+                current = next(e.item for e in entries if e.item.id == item_id)
+                jobs.refresh_source(item_id, current.fingerprint())
         queued = 0
         if not dry_run:
             to_queue = [e.item.id for e in entries if e.kind in QUEUE_CLASSES]
@@ -223,10 +261,30 @@ def sync_pages(
                 queued = jobs.requeue(to_queue, {i: titles[i] for i in to_queue})
             if back:  # marked removed, listed again: their mirror stays
                 jobs.restore(back)
-        yield SyncedPage(entries, queued)
+        yield SyncedPage(entries, queued, touched)
         handled += len(page.items)
         if on_page is not None:
             on_page(handled, page.total)
+
+
+def _settle_by_probe(
+    entry: Classified,
+    histories: Mapping[str, ItemHistory],
+    probe: ProbeContent,
+    touched: list[str],
+) -> Classified:
+    """UNCHANGED instead of CHANGED when only the time changed and the content probe
+    equals the mirrored file's; `touched` collects those items."""
+    history = histories.get(entry.item.id)
+    recorded = (history.done_source if history is not None else None) or {}
+    current = entry.item.fingerprint()
+    if entry.kind is not SyncClass.CHANGED or not only_time_changed(recorded, current):
+        return entry
+    size = current["size"]
+    if not isinstance(size, int) or probe(entry.item.id, size) != recorded["content_probe"]:
+        return entry
+    touched.append(entry.item.id)
+    return Classified(entry.item, SyncClass.UNCHANGED, [])
 
 
 def sync_library(
@@ -239,6 +297,7 @@ def sync_library(
     deletion: Deletion | None,
     on_page: PageProgress | None = None,
     library_name: str | None = None,
+    probe: ProbeContent | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
@@ -258,8 +317,10 @@ def sync_library(
         dry_run=dry_run,
         on_page=on_page,
         library_name=library_name,
+        probe=probe,
     ):
         report.queued += page.queued
+        report.touched += page.touched
         for entry in page.entries:
             seen.add(entry.item.id)
             report.names[entry.item.id] = entry.item.name

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any
 
 import typer
@@ -30,6 +31,7 @@ from sqlalchemy.exc import DataError
 
 from mirror import wiring
 from mirror.cli.sync_views import DETAIL_ROWS, sync_details, sync_table
+from mirror.content_probe import content_probe_of_item
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.delete_guard import (
     DEFAULT_LIMIT,
@@ -147,6 +149,7 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                     deletion=deletion,
                     on_page=lambda done, total: bar.update(task, completed=done, total=total),
                     library_name=library_name,
+                    probe=partial(content_probe_of_item, client),
                 )
         if as_json:
             _print_json({"scope": label, **report.to_json()})

@@ -47,3 +47,47 @@ def test_sync_twice_on_a_symlinked_library_queues_nothing_the_second_time(
     again = sync(stack)
     assert again["queued"] == 0 and again["items"]["unchanged"] == [item_id], again
     assert stack.job(item_id).id == done.id
+
+
+def test_a_touched_file_is_probed_and_kept_and_new_content_of_the_same_size_is_changed(
+    stack: Stack, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    """A new mtime changes the ETag (MD5 of DateModified); the first and last MiB decide."""
+    stack.jellyfin.add_library("Movies")
+    touched_path, edited_path = tmp_path / "touched.mkv", tmp_path / "edited.mkv"
+    for path in (touched_path, edited_path):
+        path.write_bytes(sample_h264_aac.path.read_bytes())
+    touched, edited = (
+        stack.jellyfin.add_item(
+            path, name=path.stem, streams=sample_h264_aac.streams,
+            duration_s=sample_h264_aac.duration_s,
+        )
+        for path in (touched_path, edited_path)
+    )  # fmt: skip
+    assert sync(stack)["queued"] == 2
+    stack.burst_in_process()
+    before = {item: stack.job(item) for item in (touched, edited)}
+    for job in before.values():
+        assert job.status == "done" and job.source is not None
+        assert str(job.source["content_probe"]).startswith("sha256:")
+
+    later = touched_path.stat().st_mtime + 3600
+    os.utime(touched_path, (later, later))  # `touch`: same bytes
+    data = bytearray(edited_path.read_bytes())
+    data[-10] ^= 0xFF  # same size, other content at its end
+    edited_path.write_bytes(bytes(data))
+    os.utime(edited_path, (later, later))
+
+    report = sync(stack)
+    assert report["items"]["unchanged"] == [touched] and report["touched"] == [touched]
+    assert report["items"]["changed"] == [edited] and report["queued"] == 1
+    assert [c.split()[0] for c in report["changes"][edited]] == ["etag"]
+    assert stack.job(touched).id == before[touched].id  # no re-mirror
+    mirrored, refreshed = before[touched].source, stack.job(touched).source
+    assert mirrored is not None and refreshed is not None
+    assert refreshed["etag"] != mirrored["etag"]  # the row took the touched file's ETag
+    assert refreshed["content_probe"] == mirrored["content_probe"]
+    assert stack.job(edited).status == "new"
+
+    again = sync(stack)  # the row holds the new ETag now: nothing left to probe
+    assert again["touched"] == [] and touched in again["items"]["unchanged"]

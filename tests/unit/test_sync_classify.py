@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mirror.db.mirrored import ItemHistory
-from mirror.sync import SyncClass, classify, fingerprint_changes
+from mirror.sync import SyncClass, classify, fingerprint_changes, only_time_changed
 
 ITEM = "a" * 32
 SOURCE = {"media_source_id": ITEM, "path": "/m/a.mkv", "size": 100, "etag": "e1"}
@@ -81,3 +81,13 @@ def test_done_job_without_fingerprint_counts_as_unchanged() -> None:
     assert classify({"path": "/m/x.mkv", "size": 1}, history("done", None))[0] is (
         SyncClass.UNCHANGED
     )
+
+
+def test_only_a_new_etag_at_the_same_size_with_a_recorded_probe_can_be_probed() -> None:
+    recorded = {**SOURCE, "content_probe": "sha256:x"}
+    assert only_time_changed(recorded, {"media_source_id": ITEM, "size": 100, "etag": "e2"})
+    assert not only_time_changed(recorded, {"size": 200, "etag": "e2"})  # new size
+    assert not only_time_changed(SOURCE, {"size": 100, "etag": "e2"})  # nothing to compare
+    assert not only_time_changed(recorded, {"size": 100, "etag": "e1"})  # nothing changed
+    other_source = {"media_source_id": "b" * 32, "size": 100, "etag": "e2"}
+    assert not only_time_changed(recorded, other_source)
