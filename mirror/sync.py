@@ -50,6 +50,9 @@ DeleteItem = Callable[[str], int]
 
 # Answers the content probe (mirror.content_probe) of an item's file of this size, or None.
 ProbeContent = Callable[[str, int], "str | None"]
+# Copies a removed item's mirror to a new item id (mirror.renames.MirrorCopier.copy):
+# (old id, new id, new name, new source) -> whether the new id is mirrored now.
+CopyMirror = Callable[[str, str, str, Mapping[str, Any]], bool]
 
 
 def _changed_facts(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -118,6 +121,7 @@ class SyncReport:
     held_back: str | None = None  # why this run removed nothing, or None
     purged: list[str] = field(default_factory=list)  # items whose objects were deleted
     touched: list[str] = field(default_factory=list)  # new time, same content probe: kept
+    renamed: dict[str, str] = field(default_factory=dict)  # new id -> removed id copied
 
     def add(self, kind: SyncClass, item_id: str) -> None:
         self.items[kind].append(item_id)
@@ -140,6 +144,7 @@ class SyncReport:
             "grace_s": self.grace_s,
             "purged": sorted(self.purged),
             "touched": sorted(self.touched),
+            "renamed": self.renamed,
         }
 
 
@@ -157,6 +162,8 @@ class SyncJobs(Protocol):
     def restore(self, item_ids: Sequence[str]) -> list[str]: ...
 
     def refresh_source(self, item_id: str, facts: dict[str, object]) -> None: ...
+
+    def probed_sizes(self) -> dict[int, list[tuple[str, str]]]: ...
 
 
 class SyncRemovals(Protocol):
@@ -202,6 +209,7 @@ class SyncedPage:
     entries: list[Classified]
     queued: int
     touched: list[str] = field(default_factory=list)  # only their time changed: kept
+    held: list[ItemSummary] = field(default_factory=list)  # NEW, not queued: maybe renames
 
 
 def classify_page(
@@ -229,6 +237,7 @@ def sync_pages(
     on_page: PageProgress | None = None,
     library_name: str | None = None,
     probe: ProbeContent | None = None,
+    hold_back: Callable[[ItemSummary], bool] | None = None,
 ) -> Iterator[SyncedPage]:
     """Walk the library page by page (constant memory): classify each page and, unless
     `dry_run`, queue its NEW and CHANGED items and keep its RESTORED items' mirrors.
@@ -237,7 +246,8 @@ def sync_pages(
     first: the same first and last MiB as mirrored make it UNCHANGED, and (unless
     `dry_run`) its row takes the new ETag so the next sync need not probe again.
     `sync_library` and the dashboard's library page both walk with this, so they count
-    alike; what is kept of each page is the caller's choice.
+    alike; what is kept of each page is the caller's choice. NEW items `hold_back`
+    picks are not queued but handed back in `held` (possible renames: see sync_library).
     """
     handled = 0
     for page in lister.iter_library_pages(parent_id, item_types):
@@ -251,8 +261,16 @@ def sync_pages(
                 current = next(e.item for e in entries if e.item.id == item_id)
                 jobs.refresh_source(item_id, current.fingerprint())
         queued = 0
+        held = [
+            e.item
+            for e in entries
+            if hold_back is not None and e.kind is SyncClass.NEW and hold_back(e.item)
+        ]
         if not dry_run:
-            to_queue = [e.item.id for e in entries if e.kind in QUEUE_CLASSES]
+            held_ids = {item.id for item in held}
+            to_queue = [
+                e.item.id for e in entries if e.kind in QUEUE_CLASSES and e.item.id not in held_ids
+            ]
             back = [e.item.id for e in entries if e.kind is SyncClass.RESTORED]
             # Every listed item's jobs take its title (old rows too), new jobs start with it.
             titles = titles_of(page.items, library_name)
@@ -261,7 +279,7 @@ def sync_pages(
                 queued = jobs.requeue(to_queue, {i: titles[i] for i in to_queue})
             if back:  # marked removed, listed again: their mirror stays
                 jobs.restore(back)
-        yield SyncedPage(entries, queued, touched)
+        yield SyncedPage(entries, queued, touched, held)
         handled += len(page.items)
         if on_page is not None:
             on_page(handled, page.total)
@@ -298,6 +316,7 @@ def sync_library(
     on_page: PageProgress | None = None,
     library_name: str | None = None,
     probe: ProbeContent | None = None,
+    copy_mirror: CopyMirror | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
@@ -306,9 +325,16 @@ def sync_library(
     limit: then nothing is removed at all and `held_back` says why), and items marked at
     least the grace ago that Jellyfin still does not have lose their objects; objects go
     first and the mark after, so a failed delete is tried again by the next sync.
+
+    With `probe` and `copy_mirror` (and not `dry_run`), a NEW item of the size of a
+    mirrored item that has a content probe waits until the walk is done: when such a
+    mirrored item turned out removed and the probes match, it was renamed, and its
+    mirror is copied to the new id instead of queueing a transcode (mirror.renames).
     """
     report = SyncReport(dry_run=dry_run, delete=deletion is not None)
     seen: set[str] = set()
+    renamable = jobs.probed_sizes() if probe and copy_mirror and not dry_run else {}
+    held: list[ItemSummary] = []
     for page in sync_pages(
         lister,
         jobs,
@@ -318,9 +344,11 @@ def sync_library(
         on_page=on_page,
         library_name=library_name,
         probe=probe,
+        hold_back=(lambda item: item.size in renamable) if renamable else None,
     ):
         report.queued += page.queued
         report.touched += page.touched
+        held += page.held
         for entry in page.entries:
             seen.add(entry.item.id)
             report.names[entry.item.id] = entry.item.name
@@ -333,12 +361,46 @@ def sync_library(
     removed = _removed(lister, mirrored - seen)
     for item_id in removed:
         report.add(SyncClass.REMOVED, item_id)
+    if held:
+        assert probe is not None and copy_mirror is not None
+        _copy_renamed(held, renamable, set(removed), probe, copy_mirror, report)
+        to_queue = [item for item in held if item.id not in report.renamed]
+        titles = titles_of(held, library_name)
+        if to_queue:
+            report.queued += jobs.requeue(
+                [item.id for item in to_queue], {item.id: titles[item.id] for item in to_queue}
+            )
+        jobs.record_titles({new_id: titles[new_id] for new_id in report.renamed})
     if deletion is not None:
         # The share is of this library's mirror: one library on an offline mount is a
         # small part of a big mirror, and all of its own.
         here = len(mirrored & seen) + len(removed)
         _remove(lister, jobs, deletion, report, removed, mirrored=here, listed=len(seen))
     return report
+
+
+def _copy_renamed(
+    held: Sequence[ItemSummary],
+    renamable: Mapping[int, Sequence[tuple[str, str]]],
+    removed: set[str],
+    probe: ProbeContent,
+    copy_mirror: CopyMirror,
+    report: SyncReport,
+) -> None:
+    """Copy the mirror of a removed item to each held item with its size and probe."""
+    for item in held:
+        size = item.size
+        gone = [(old, probed) for old, probed in renamable.get(size or -1, ()) if old in removed]
+        if size is None or not gone:
+            continue
+        content = probe(item.id, size)
+        old_id = next((old for old, probed in gone if probed == content), None)
+        if content is None or old_id is None:
+            continue
+        source = {**item.fingerprint(), "path": item.path, "content_probe": content}
+        facts = {key: value for key, value in source.items() if value is not None}
+        if copy_mirror(old_id, item.id, item.name, facts):
+            report.renamed[item.id] = old_id
 
 
 def _remove(

@@ -39,3 +39,6 @@ class SyncJobStore:
 
     def refresh_source(self, item_id: str, facts: dict[str, object]) -> None:
         self.mirrored.refresh_source(item_id, facts)
+
+    def probed_sizes(self) -> dict[int, list[tuple[str, str]]]:
+        return self.mirrored.probed_sizes()

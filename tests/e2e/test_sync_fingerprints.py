@@ -91,3 +91,46 @@ def test_a_touched_file_is_probed_and_kept_and_new_content_of_the_same_size_is_c
 
     again = sync(stack)  # the row holds the new ETag now: nothing left to probe
     assert again["touched"] == [] and touched in again["items"]["unchanged"]
+
+
+def test_a_renamed_file_gets_a_server_side_copy_of_its_mirror_under_the_new_id(
+    stack: Stack, sample_large_h264: SampleMedia, tmp_path: Path
+) -> None:
+    """Jellyfin: a new path is a new item id; the old item leaves in the same scan."""
+    stack.jellyfin.add_library("Movies")
+    old_path = tmp_path / "Old Name (2020).mkv"
+    old_path.write_bytes(sample_large_h264.path.read_bytes())
+    streams, duration = sample_large_h264.streams, sample_large_h264.duration_s
+    old_id = stack.jellyfin.add_item(old_path, name="Old", streams=streams, duration_s=duration)
+    sync(stack)
+    stack.burst_in_process()
+    old_job = stack.job(old_id)
+    assert old_job.status == "done" and old_job.source is not None
+    old_keys = sorted(k for k in stack.object_keys() if k.startswith(f"mirror/{old_id}/"))
+
+    new_path = tmp_path / "New Name (2020).mkv"
+    old_path.rename(new_path)
+    stack.jellyfin.remove_item(old_id)
+    new_id = stack.jellyfin.add_item(new_path, name="New", streams=streams, duration_s=duration)
+    served_before = stack.jellyfin.downloads_bytes_served
+
+    report = sync(stack)
+    assert report["renamed"] == {new_id: old_id}, report
+    assert report["queued"] == 0 and report["items"]["removed"] == [old_id]
+    probe_bytes = stack.jellyfin.downloads_bytes_served - served_before
+    assert probe_bytes <= 2 * 1024 * 1024 < sample_large_h264.size  # two ranges, no download
+
+    new_job = stack.job(new_id)
+    assert new_job.status == "done" and new_job.source is not None
+    assert new_job.source["content_probe"] == old_job.source["content_probe"]
+    assert new_job.video is not None and new_job.video["key"] == f"mirror/{new_id}/video.mp4"
+    assert new_job.manifest_key == f"mirror/{new_id}/manifest.json"
+    new_keys = sorted(k for k in stack.object_keys() if k.startswith(f"mirror/{new_id}/"))
+    assert new_keys == [k.replace(old_id, new_id) for k in old_keys]
+    body = stack.s3.client.get_object(Bucket=stack.s3.bucket, Key=new_job.manifest_key)
+    manifest = json.loads(body["Body"].read())
+    assert manifest["item"] == {"id": new_id, "name": "New"}
+    assert old_id not in json.dumps(manifest)
+    verified = stack.mirror("verify", new_id, "--deep")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert sync(stack)["items"]["unchanged"] == [new_id]  # and nothing queued
