@@ -55,8 +55,9 @@ class ItemSummary:
         MediaBrowser.Controller/Entities/BaseItem.cs: Size = item.Size, ETag = MD5 of
         item.DateModified.Ticks). Never a path: on 10.11.3+ the media source's Path is a
         symlink's target while the item's Path stays the link (jellyfin PR #15263; PR #16965
-        resolves it only at playback), so a path compares two spellings of one file. Never the item-level `Etag` either: it
-        hashes the item's metadata and changes on every metadata save.
+        resolves it only at playback), so a path compares two spellings of one file. Never
+        the item-level `Etag` either: it hashes the item's metadata and changes on every
+        metadata save.
         """
         facts = {"media_source_id": self.media_source_id, "size": self.size, "etag": self.etag}
         return {key: value for key, value in facts.items() if value is not None}
