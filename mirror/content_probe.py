@@ -30,13 +30,19 @@ def _span(size: int) -> int:
     return min(size, PROBE_BYTES)
 
 
-def content_probe_of_file(path: Path, size: int) -> str:
-    """The probe of a local file (the worker's downloaded copy)."""
+def content_probe_of_file(path: Path, size: int) -> str | None:
+    """The probe of a local file (the worker's downloaded copy); None when it cannot be
+    read whole (the row then has no probe, and a later touch re-mirrors as before)."""
     span = _span(size)
-    with path.open("rb") as file:
-        head = file.read(span)
-        file.seek(size - span)
-        tail = file.read(span)
+    try:
+        with path.open("rb") as file:
+            head = file.read(span)
+            file.seek(size - span)
+            tail = file.read(span)
+    except OSError:
+        return None
+    if len(head) != span or len(tail) != span:
+        return None
     return probe_digest(size, head, tail)
 
 

@@ -13,7 +13,7 @@ way `mirror db import-manifests` builds rows.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -40,9 +40,11 @@ class MirrorObjects(Protocol):
 
 
 class DoneRows(Protocol):
-    """Inserts the new item's done row (mirror.db.mirrored.MirroredItems.restore)."""
+    """Inserts the new item's done row, unless it has a job (mirror.db.mirrored.MirroredItems)."""
 
     def restore(self, job: RestoredJob) -> bool: ...
+
+    def histories(self, item_ids: Sequence[str]) -> Mapping[str, object]: ...
 
 
 def renamed_manifest(
@@ -86,6 +88,8 @@ class MirrorCopier:
     def copy(self, old_id: str, new_id: str, name: str, source: Mapping[str, Any]) -> bool:
         """True when the new id is mirrored now; False when the old mirror has no usable
         manifest or the new id got a job meanwhile (then it is queued as usual)."""
+        if self.rows.histories([new_id]):  # queued meanwhile (a webhook): its job mirrors it
+            return False
         old_manifest_key = manifest_key(self.s3_prefix, old_id)
         body = self.objects.get_bytes(old_manifest_key)
         if body is None:
