@@ -13,11 +13,13 @@ way `mirror db import-manifests` builds rows.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from mirror.fingerprints import ProbeContent
+from mirror.jellyfin import ItemSummary
 from mirror.manifest import (
     MANIFEST_CONTENT_TYPE,
     ManifestError,
@@ -27,6 +29,36 @@ from mirror.manifest import (
     restored_job,
 )
 from mirror.objects import item_prefix, manifest_key
+
+# Copies a removed item's mirror to a new item id (MirrorCopier.copy):
+# (old id, new id, new name, new source) -> whether the new id is mirrored now.
+CopyMirror = Callable[[str, str, str, Mapping[str, Any]], bool]
+
+
+def copy_renamed(
+    held: Sequence[ItemSummary],
+    renamable: Mapping[int, Sequence[tuple[str, str]]],
+    removed: set[str],
+    probe: ProbeContent,
+    copy_mirror: CopyMirror,
+) -> dict[str, str]:
+    """Copy the mirror of a removed item to each held new item with its size and content
+    probe (`renamable`: size -> mirrored (item id, probe)); returns new id -> old id."""
+    renamed: dict[str, str] = {}
+    for item in held:
+        size = item.size
+        gone = [(old, probed) for old, probed in renamable.get(size or -1, ()) if old in removed]
+        if size is None or not gone:
+            continue
+        content = probe(item.id, size)
+        old_id = next((old for old, probed in gone if probed == content), None)
+        if content is None or old_id is None:
+            continue
+        source = {**item.fingerprint(), "path": item.path, "content_probe": content}
+        facts = {key: value for key, value in source.items() if value is not None}
+        if copy_mirror(old_id, item.id, item.name, facts):
+            renamed[item.id] = old_id
+    return renamed
 
 
 class MirrorObjects(Protocol):

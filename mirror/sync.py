@@ -16,17 +16,12 @@ from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
 from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
+from mirror.fingerprints import ProbeContent, fingerprint_changes, only_touched
 from mirror.item import ItemTitle
 from mirror.jellyfin import ItemSummary
 from mirror.library_sweep import LibraryLister, PageProgress, titles_of
+from mirror.renames import CopyMirror, copy_renamed
 from mirror.sources import non_file_kind
-
-# Facts compared between the row's `source` and the listing, when both sides have them:
-# only what identifies the bytes (see ItemSummary.fingerprint). Size catches a replaced
-# file; the ETag (Jellyfin's MD5 of the stored DateModified) one replaced in place with
-# the same size. No path: on 10.11.3+ the listing's and the download's paths are two
-# spellings of one symlinked file (jellyfin PR #15263).
-FINGERPRINT_FACTS = ("media_source_id", "size", "etag")
 
 
 class SyncClass(enum.StrEnum):
@@ -46,41 +41,6 @@ QUEUE_CLASSES = frozenset({SyncClass.NEW, SyncClass.CHANGED})
 
 # Deletes every object of one item; returns how many.
 DeleteItem = Callable[[str], int]
-
-
-# Answers the content probe (mirror.content_probe) of an item's file of this size, or None.
-ProbeContent = Callable[[str, int], "str | None"]
-# Copies a removed item's mirror to a new item id (mirror.renames.MirrorCopier.copy):
-# (old id, new id, new name, new source) -> whether the new id is mirrored now.
-CopyMirror = Callable[[str, str, str, Mapping[str, Any]], bool]
-
-
-def _changed_facts(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    return [
-        fact
-        for fact in FINGERPRINT_FACTS
-        if recorded.get(fact) is not None
-        and current.get(fact) is not None
-        and recorded[fact] != current[fact]
-    ]
-
-
-def fingerprint_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """`size 100 -> 200` for each fact both sides know and that differs."""
-    return [
-        f"{fact} {recorded[fact]} -> {current[fact]}" for fact in _changed_facts(recorded, current)
-    ]
-
-
-def only_time_changed(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """Whether a content probe can settle it: same size, only the ETag (a time) differs,
-    and the row holds the probe of the file it mirrored."""
-    return (
-        recorded.get("content_probe") is not None
-        and current.get("size") is not None
-        and recorded.get("size") == current.get("size")
-        and _changed_facts(recorded, current) == ["etag"]
-    )
 
 
 def classify(
@@ -295,11 +255,9 @@ def _settle_by_probe(
     equals the mirrored file's; `touched` collects those items."""
     history = histories.get(entry.item.id)
     recorded = (history.done_source if history is not None else None) or {}
-    current = entry.item.fingerprint()
-    if entry.kind is not SyncClass.CHANGED or not only_time_changed(recorded, current):
-        return entry
-    size = current["size"]
-    if not isinstance(size, int) or probe(entry.item.id, size) != recorded["content_probe"]:
+    if entry.kind is not SyncClass.CHANGED or not only_touched(
+        recorded, entry.item.fingerprint(), entry.item.id, probe
+    ):
         return entry
     touched.append(entry.item.id)
     return Classified(entry.item, SyncClass.UNCHANGED, [])
@@ -363,7 +321,7 @@ def sync_library(
         report.add(SyncClass.REMOVED, item_id)
     if held:
         assert probe is not None and copy_mirror is not None
-        _copy_renamed(held, renamable, set(removed), probe, copy_mirror, report)
+        report.renamed = copy_renamed(held, renamable, set(removed), probe, copy_mirror)
         to_queue = [item for item in held if item.id not in report.renamed]
         titles = titles_of(held, library_name)
         if to_queue:
@@ -377,30 +335,6 @@ def sync_library(
         here = len(mirrored & seen) + len(removed)
         _remove(lister, jobs, deletion, report, removed, mirrored=here, listed=len(seen))
     return report
-
-
-def _copy_renamed(
-    held: Sequence[ItemSummary],
-    renamable: Mapping[int, Sequence[tuple[str, str]]],
-    removed: set[str],
-    probe: ProbeContent,
-    copy_mirror: CopyMirror,
-    report: SyncReport,
-) -> None:
-    """Copy the mirror of a removed item to each held item with its size and probe."""
-    for item in held:
-        size = item.size
-        gone = [(old, probed) for old, probed in renamable.get(size or -1, ()) if old in removed]
-        if size is None or not gone:
-            continue
-        content = probe(item.id, size)
-        old_id = next((old for old, probed in gone if probed == content), None)
-        if content is None or old_id is None:
-            continue
-        source = {**item.fingerprint(), "path": item.path, "content_probe": content}
-        facts = {key: value for key, value in source.items() if value is not None}
-        if copy_mirror(old_id, item.id, item.name, facts):
-            report.renamed[item.id] = old_id
 
 
 def _remove(

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mirror.db.mirrored import ItemHistory
-from mirror.sync import SyncClass, classify, fingerprint_changes, only_time_changed
+from mirror.fingerprints import fingerprint_changes, only_time_changed
+from mirror.sync import SyncClass, classify
 
 ITEM = "a" * 32
 SOURCE = {"media_source_id": ITEM, "path": "/m/a.mkv", "size": 100, "etag": "e1"}
