@@ -15,6 +15,8 @@ import hashlib
 from pathlib import Path
 from typing import Protocol
 
+from mirror.errors import MirrorError
+
 PROBE_BYTES = 1024 * 1024  # from each end
 
 
@@ -54,12 +56,16 @@ class RangeReader(Protocol):
 
 def content_probe_of_item(reader: RangeReader, item_id: str, size: int) -> str | None:
     """The probe of an item's file on the server, or None when Jellyfin did not answer
-    both ranges exactly (then the item counts as changed: a doubt re-mirrors)."""
+    both ranges exactly or failed (then the item counts as changed: a doubt re-mirrors,
+    and one item's error does not stop the sync)."""
     span = _span(size)
     if span == 0:
         return None
-    head = reader.fetch_range(item_id, 0, span)
-    tail = reader.fetch_range(item_id, size - span, span) if head is not None else None
+    try:
+        head = reader.fetch_range(item_id, 0, span)
+        tail = reader.fetch_range(item_id, size - span, span) if head is not None else None
+    except MirrorError:  # e.g. 10.11.1-10.11.4 answer ranges on a symlink with 500
+        return None
     if head is None or tail is None:
         return None
     return probe_digest(size, head, tail)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mirror.content_probe import PROBE_BYTES, content_probe_of_file, content_probe_of_item
+from mirror.errors import TransientError
 
 
 class Ranges:
@@ -51,3 +52,9 @@ def test_a_small_file_is_probed_whole_and_an_unanswered_range_is_no_probe(tmp_pa
             return None
 
     assert content_probe_of_item(Refuses(b"tiny"), "a" * 32, 4) is None
+
+    class Fails(Ranges):
+        def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
+            raise TransientError("Jellyfin answered 500")
+
+    assert content_probe_of_item(Fails(b"tiny"), "a" * 32, 4) is None
