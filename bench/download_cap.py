@@ -5,7 +5,7 @@ Inputs:
   bench/data/download_cap/, served as 8 different items by the Jellyfin stand-in
   (in this process) with each download body throttled to 4 MB/s, so downloads last
   long enough to overlap;
-- S3: moto's server (a process of its own); Postgres: a scratch `mirror_bench_*` database;
+- S3: SeaweedFS's S3 server (a process of its own); Postgres: a scratch `mirror_bench_*` database;
 - 4 `python -m mirror.cli worker --burst` processes started together, once with
   MIRROR_JELLYFIN_MAX_DOWNLOADS=2 and once without a cap (for comparison), timed from
   the start of the workers to the exit of the last one.
@@ -127,7 +127,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="mirror-bench-cap-") as scratch,
         JellyfinStandIn() as standin,
-        harness.moto_server(Path(scratch) / "moto.log") as endpoint,
+        harness.s3_server(Path(scratch) / "seaweedfs") as endpoint,
         harness.scratch_database() as db_url,
     ):
         standin.throttle(THROTTLE_BPS)

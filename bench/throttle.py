@@ -1,7 +1,7 @@
 """A rate-limiting TCP proxy for the benchmarks: one shared budget per direction.
 
 `bench/job.py` puts one in front of the Jellyfin side (nginx) with the server-to-client
-direction limited (the download) and one in front of moto with the client-to-server
+direction limited (the download) and one in front of S3 with the client-to-server
 direction limited (the upload), so a job sees a LAN Jellyfin and an internet S3 link.
 The limit is for all connections together (the S3 upload opens several at once), unlike
 tests/fixtures/tcp_proxy.py, which paces each connection on its own.

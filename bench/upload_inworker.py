@@ -2,7 +2,7 @@
 
 Inputs:
 - one item: the whole-job benchmark's remux item (bench/job.py; 30 s 1080p noise, about
-  300 MB; quick mode: 5 s), served by a loopback nginx as Jellyfin; moto's S3 server; a
+  300 MB; quick mode: 5 s), served by a loopback nginx as Jellyfin; SeaweedFS's S3 server; a
   scratch Postgres database;
 - running: a `mirror worker` already running (INFO log) mirrors the item; the upload is
   timed inside it from its own log lines, "uploading N files" to "uploaded N files"
@@ -96,7 +96,7 @@ def main() -> None:
         served = {"/Items": items, f"/Items/{ITEM_ID}/Download": sample.path}
         with (
             harness.nginx_serving(served) as jellyfin_url,
-            harness.moto_server(scratch / "moto.log") as endpoint,
+            harness.s3_server(scratch / "seaweedfs") as endpoint,
             harness.scratch_database() as db_url,
             harness.scratch_database() as burst_db_url,
         ):
@@ -144,7 +144,7 @@ def main() -> None:
 
             variants = {"running": running, "burst": burst, "bare": bare}
             with running_worker(env, running_log):
-                for warm in variants.values():  # page cache, moto's first writes, imports
+                for warm in variants.values():  # page cache, S3's first writes, imports
                     warm()
                 TAILS.clear()
                 for index in range(rounds):

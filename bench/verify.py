@@ -1,6 +1,6 @@
-"""Verify benchmark: `mirror verify --all` over 10,000 done items against moto's S3 server.
+"""Verify benchmark: `mirror verify --all` over 10,000 done items against SeaweedFS's S3 server.
 
-Inputs: a moto server process (`python -m moto.server`), one bucket holding, per item,
+Inputs: a SeaweedFS server process (`weed mini`), one bucket holding, per item,
 the four objects a mirror leaves (video.mp4 of 2 KiB, two audio tracks of 1 KiB,
 manifest.json), written with 16 threads; a scratch Postgres database (`mirror_bench_*`,
 migrated, dropped after) with one done row per item recording those keys, sizes and
@@ -65,7 +65,7 @@ def main() -> None:
 
     items = 1_000 if harness.quick_mode() else 10_000
     work = harness.data_dir("verify")
-    with harness.moto_server(work / "moto.log") as endpoint, harness.scratch_database() as url:
+    with harness.s3_server(work / "seaweedfs") as endpoint, harness.scratch_database() as url:
         bucket = harness.create_bucket(endpoint)
         client = boto3.client(
             "s3",

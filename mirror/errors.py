@@ -23,6 +23,17 @@ class TransientError(MirrorError):
     """Might work later (network, 5xx, S3 throttling): back to the queue with backoff."""
 
 
+class RetriesExhausted(TransientError):
+    """A request failed every retry; `status` is the HTTP status of the last answer
+    (None: no answer at all). Lets a caller for whom one part is optional (a sidecar
+    subtitle) tell a server that keeps answering 500 for it from a network that is down.
+    """
+
+    def __init__(self, message: str, *, status: int | None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class AttemptStopped(MirrorError):
     """The attempt was stopped from outside its own work (see subclasses)."""
 

@@ -28,15 +28,26 @@ DISC_KINDS = {
 _WHY = {
     "folder": "it holds other items, not media of its own (mirror its episodes or movies)",
     "virtual item": "Jellyfin knows it only from metadata; there is no file to download",
-    ".strm link": "Jellyfin streams it from a URL; /Download would only serve the link text",
+    ".strm link": (
+        "Jellyfin plays it from the URL or path written in it; /Download would only serve "
+        "the link text"
+    ),
     "ISO image": "a disc image, not one video file ffmpeg can read",
     "DVD folder": "a folder rip Jellyfin cannot serve as one file",
     "Blu-ray folder": "a folder rip Jellyfin cannot serve as one file",
 }
 
 
+STRM_CONTAINER = "strm"
+
+
 class SourceFacts(Protocol):
     """What Jellyfin says about an item's kind (MediaItem and ItemSummary both have it)."""
+
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def container(self) -> str | None: ...
 
     @property
     def type(self) -> str: ...
@@ -62,11 +73,25 @@ def non_file_kind(item: SourceFacts) -> str | None:
         return f"folder ({item.type})"
     if item.location_type == "Virtual":
         return "virtual item (missing episode)" if item.type == "Episode" else "virtual item"
-    if item.is_remote or (item.protocol not in (None, "File")):
+    if item.is_remote or (item.protocol not in (None, "File")) or is_strm(item):
         return ".strm link"
     if item.video_type in DISC_KINDS:
         return DISC_KINDS[item.video_type]
     return None
+
+
+def is_strm(item: SourceFacts) -> bool:
+    """A `.strm` by its path's extension or its container, whatever its Protocol says.
+
+    Jellyfin's BaseItem.GetVersionInfo lists a shortcut's media source with Path = the
+    .strm's target, Protocol = that target's protocol, and Container = the extension of
+    the item's own Path ("strm"); from 10.11.7 a .strm naming a local file is no longer
+    marked IsRemote either, so Protocol File and IsRemote false alone would have
+    /Download serve the few bytes of link text to ffmpeg.
+    """
+    container = (item.container or "").strip().lower()
+    path = (item.path or "").strip().lower()
+    return container == STRM_CONTAINER or path.endswith("." + STRM_CONTAINER)
 
 
 def require_media_file(item_id: str, name: str, item: SourceFacts) -> None:

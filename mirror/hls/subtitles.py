@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from mirror.errors import PermanentError
+from mirror.errors import PermanentError, RetriesExhausted
 from mirror.transcode.plan import SubtitleOutput, TranscodePlan
 from mirror.transcode.streams import SkippedStream
 
@@ -18,8 +18,11 @@ from mirror.transcode.streams import SkippedStream
 def fetch_sidecar_subtitles(plan: TranscodePlan, fetch: Callable[[int], bytes]) -> TranscodePlan:
     """Write every sidecar subtitle of `plan` with `fetch(index)`; the plan that remains.
 
-    One Jellyfin will not serve (404, 400) is skipped with the reason: a subtitle never
-    costs the whole mirror. Transient errors still end the attempt (retried later).
+    One Jellyfin will not serve (404, 400), or answers with a server error however often
+    it is retried (a sidecar Jellyfin cannot convert: its SubtitleEncoder throws, and
+    Jellyfin.Api/Middleware/ExceptionMiddleware.cs answers 500), is skipped with the
+    reason: a subtitle never costs the whole mirror. Other transient errors (no answer
+    at all) still end the attempt, retried later.
     """
     kept: list[SubtitleOutput] = []
     skipped: list[SkippedStream] = []
@@ -28,6 +31,11 @@ def fetch_sidecar_subtitles(plan: TranscodePlan, fetch: Callable[[int], bytes]) 
             try:
                 body = fetch(sub.stream_index)
             except PermanentError as error:
+                skipped.append(sidecar_not_served(sub, str(error)))
+                continue
+            except RetriesExhausted as error:
+                if error.status is None or error.status < 500:
+                    raise
                 skipped.append(sidecar_not_served(sub, str(error)))
                 continue
             sub.path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,9 +23,11 @@ from mirror.item import MediaItem, ServedFile
 from mirror.jellyfin.download import ResumableDownload
 from mirror.jellyfin.failures import (
     MAX_REDIRECTS,
+    ItemNotFound,
     RetryableError,
     RetryPolicy,
     classify_http_error,
+    file_missing,
     give_up,
     raise_for_status,
 )
@@ -272,20 +274,23 @@ class JellyfinClient:
         `on_restart` when bytes it was told of are thrown away (it may raise).
         """
         item_id = require_item_id(item_id)
-        served = ResumableDownload(
-            self._download_http,
-            item_id,
-            dest,
-            expected_size=expected_size,
-            on_progress=on_progress,
-            abort=abort,
-            policy=self._retry,
-            server_version=self.server_version,
-            rate_limit=self.download_rate_limit,
-            on_write=on_write,
-            on_restart=on_restart,
-            listed=listed,
-        ).run()
+        try:
+            served = ResumableDownload(
+                self._download_http,
+                item_id,
+                dest,
+                expected_size=expected_size,
+                on_progress=on_progress,
+                abort=abort,
+                policy=self._retry,
+                server_version=self.server_version,
+                rate_limit=self.download_rate_limit,
+                on_write=on_write,
+                on_restart=on_restart,
+                listed=listed,
+            ).run()
+        except ItemNotFound as exc:
+            raise self._gone_or_file_missing(exc) from exc
         # 10.11.1-10.11.4 may have served a symlink's few bytes with a matching Size: a
         # range request tells (they answer it with 500 for such files only).
         version = self.server_version()
@@ -338,6 +343,13 @@ class JellyfinClient:
         except RetryableError as exc:
             raise give_up(exc, self._retry.attempts) from exc
         raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _gone_or_file_missing(self, exc: ItemNotFound) -> PermanentError | TransientError:
+        """What a 404 from /Download means: the item is gone (permanent), or Jellyfin
+        still lists it and only its file is missing on disk (transient, `file_missing`)."""
+        if exc.item_id in self.existing_item_ids([exc.item_id]):
+            return file_missing(exc.item_id)
+        return exc
 
     def server_version(self) -> str | None:
         """Jellyfin's Version from /System/Info/Public, cached; None when it cannot be read.

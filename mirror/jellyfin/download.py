@@ -39,6 +39,7 @@ from mirror.jellyfin.failures import (
     classify_http_error,
     give_up,
     raise_for_status,
+    size_mismatch,
 )
 from mirror.jellyfin.interrupter import Interrupter
 from mirror.jellyfin.partial import PartialRecord, discard, read_record, write_record
@@ -216,10 +217,7 @@ class ResumableDownload:
             self._blame_symlink_bug(
                 f"it sends {total} bytes but reported {self._expected_size} (MediaSources Size)"
             )
-            raise TransientError(
-                f"Jellyfin serves {total} bytes for item {self._item_id} but reported "
-                f"{self._expected_size} (MediaSources Size): the library may need a rescan"
-            )
+            raise size_mismatch(self._item_id, total, self._expected_size)
         if mode == "wb":
             # Recorded before the first byte: no byte on disk is of an unknown version.
             self._record = PartialRecord.of(response, total, self._listed)

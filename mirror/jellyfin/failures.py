@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx
 import tenacity
 
-from mirror.errors import PermanentError, TransientError
+from mirror.errors import PermanentError, RetriesExhausted, TransientError
 
 logger = logging.getLogger("mirror.jellyfin")
 
@@ -27,9 +27,57 @@ MAX_REDIRECTS = 20  # httpx's default, set explicitly so the loop message can na
 class RetryableError(TransientError):
     """A failure worth retrying at once (network, 5xx); `retry_after` is the server's hint."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, status: int | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status  # the HTTP status Jellyfin answered; None for network failures
+
+
+class ItemNotFound(PermanentError):
+    """Jellyfin answered 404 to a call about one item (`item_id`).
+
+    Permanent unless the caller learns otherwise: /Items/{id}/Download also answers 404
+    when the item is known but its file is missing on disk (see `file_missing`).
+    """
+
+    def __init__(self, message: str, *, item_id: str) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+
+
+def file_missing(item_id: str) -> TransientError:
+    """The error for a 404 from /Download while Jellyfin still lists the item.
+
+    Jellyfin's LibraryController.GetDownload answers with PhysicalFile(item.Path); a file
+    that is not on disk throws FileNotFoundException (DirectoryNotFoundException for a
+    missing folder), which Jellyfin.Api/Middleware/ExceptionMiddleware.cs turns into a
+    plain 404 - the same status as an unknown item. An unmounted share or a NAS that is
+    asleep looks like this, and mends itself, so the job is retried with backoff.
+    """
+    return TransientError(
+        f"source file missing on the server: Jellyfin still lists item {item_id} but "
+        "answers 404 for its file; check that the share or NAS holding it is mounted "
+        "and awake (the job is retried)"
+    )
+
+
+def size_mismatch(item_id: str, served: int, reported: int) -> TransientError:
+    """Jellyfin serves another size than its metadata's: the file changed after its scan.
+
+    A library scan does not mend this when the mtime stayed the same (a copy that keeps
+    mtimes, a restore): Jellyfin's providers re-read a file only when its
+    LastWriteTimeUtc differs from the stored DateModified (`HasChanged` of
+    MediaBrowser.Providers/MediaInfo/ProbeProvider.cs). A forced refresh re-reads it
+    whatever the date, as does a new mtime.
+    """
+    return TransientError(
+        f"Jellyfin serves {served} bytes for item {item_id} but reported {reported} "
+        "(MediaSources Size): the file changed on the server after Jellyfin scanned it; "
+        "refresh the item's metadata in Jellyfin (Refresh metadata > Replace all metadata) "
+        "or touch the file and rescan, then retry"
+    )
 
 
 def describe_transport_error(method: str, path: str, exc: httpx.TransportError) -> str:
@@ -123,7 +171,7 @@ def raise_for_status(response: httpx.Response, path: str, item_id: str | None = 
         )
     if status == 404:
         if item_id:
-            raise PermanentError(f"item {item_id} not found in Jellyfin")
+            raise ItemNotFound(f"item {item_id} not found in Jellyfin", item_id=item_id)
         raise PermanentError(
             f"Jellyfin answered 404 for {method} {path}: is the Jellyfin URL right?"
         )
@@ -135,7 +183,9 @@ def raise_for_status(response: httpx.Response, path: str, item_id: str | None = 
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         reason = response.headers.get("Message", "").strip()[:200]
         message = f"Jellyfin answered {status} ({method} {path})"
-        raise RetryableError(f"{message}: {reason}" if reason else message, retry_after=retry_after)
+        raise RetryableError(
+            f"{message}: {reason}" if reason else message, retry_after=retry_after, status=status
+        )
     raise PermanentError(f"Jellyfin answered {status} for {method} {path}")
 
 
@@ -204,6 +254,7 @@ class RetryPolicy:
         )
 
 
-def give_up(exc: RetryableError, attempts: int) -> TransientError:
+def give_up(exc: RetryableError, attempts: int) -> RetriesExhausted:
     """The error the worker sees once retries are spent: transient, with the last cause."""
-    return TransientError(f"{exc} (gave up after {attempts} failed tries in a row)")
+    message = f"{exc} (gave up after {attempts} failed tries in a row)"
+    return RetriesExhausted(message, status=exc.status)

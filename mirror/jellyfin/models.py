@@ -41,6 +41,7 @@ class ItemSummary:
     protocol: str | None = None
     is_remote: bool = False
     video_type: str | None = None
+    container: str | None = None  # the media source's ("strm" for a .strm, see sources)
     etag: str | None = None  # the media source's ETag: changes when its file does
     title: ItemTitle = field(
         default_factory=ItemTitle
@@ -273,6 +274,7 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         protocol=_str(src.get("Protocol")),
         is_remote=src.get("IsRemote") is True,
         video_type=_str(src.get("VideoType")) or _str(data.get("VideoType")),
+        container=_str(src.get("Container")) or _str(data.get("Container")),
         etag=_str(src.get("ETag")),
         title=parse_item_title(data),
         media_source_id=_id_or_none(src.get("Id")),

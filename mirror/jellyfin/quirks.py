@@ -3,7 +3,7 @@
 A server bug looks like something else from outside: Jellyfin 10.11.1-10.11.4 serve a
 symlinked media file with the link's own size and answer range requests on it with 500
 (jellyfin #15279, #15295; fixed in 10.11.5). Read plainly that is a size mismatch that
-"may need a rescan" and a 5xx worth retrying, yet no retry or rescan can help: only an
+a metadata refresh would mend and a 5xx worth retrying, yet no retry or refresh helps: only an
 upgrade can. So when the server's version is one of those, the symptom becomes a
 permanent error that names the bug and the fixing release.
 """

@@ -26,6 +26,7 @@ from mirror.demo.stand_in.catalog import Catalog
 from mirror.errors import PermanentError, TransientError
 from mirror.item import MediaItem, MediaStream, ServedFile, normalize_item_id
 from mirror.jellyfin.client import ITEM_FIELDS
+from mirror.jellyfin.failures import file_missing, size_mismatch
 from mirror.jellyfin.models import parse_media_item
 from mirror.progress import AbortSignal, Progress, ProgressCallback
 
@@ -168,14 +169,14 @@ class InMemoryJellyfin:
         if not entry.has_file:
             raise PermanentError(f"Jellyfin cannot download item {item_id}: it is no file")
         source = entry.path
-        total = source.stat().st_size
+        try:
+            total = source.stat().st_size
+        except FileNotFoundError:  # a known item whose file is gone: the client's answer
+            raise file_missing(item_id) from None
         if expected_size is not None and total != expected_size:
             with self._lock:
                 self.download_requests.append(item_id)
-            raise TransientError(
-                f"Jellyfin serves {total} bytes for item {item_id} but reported "
-                f"{expected_size} (MediaSources Size): the library may need a rescan"
-            )
+            raise size_mismatch(item_id, total, expected_size)
         failures = 0
         while True:
             abort.raise_if_set()

@@ -7,7 +7,7 @@ Unfinished multipart uploads are modelled as a set of keys, so
 `abort_stale_multipart_uploads` can be checked. `fail_next` makes the
 next calls of one method raise (S3Storage's own error kinds), `stall_bucket_check`
 holds the bucket check until the abort fires. tests/integration/test_fake_conformance.py
-runs one scenario on this and on S3Storage against moto.
+runs one scenario on this and on S3Storage against SeaweedFS.
 
 New port methods (e.g. a streaming upload) belong here too, with a scenario there.
 """

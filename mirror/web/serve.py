@@ -22,10 +22,8 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from mirror.db.engine import describe_database_error
-from mirror.db.removals import Marked, Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.delete_guard import DEFAULT_LIMIT, DeleteLimit
 from mirror.errors import ConfigError, MirrorError
 from mirror.item import normalize_item_id
 from mirror.jobs import DatabaseUnavailable
@@ -42,6 +40,13 @@ from mirror.web.dashboard import (
 from mirror.web.play_routes import PlayRoutes
 from mirror.web.player import Player
 from mirror.web.proxies import behind_proxies
+from mirror.web.removed_items import (
+    STILL_THERE,
+    UNCHECKED,
+    ItemRemover,
+    item_remover,
+    jellyfin_presence,
+)
 from mirror.web.webhook_body import salvage_notification, title_of
 
 if TYPE_CHECKING:
@@ -69,11 +74,6 @@ class WebhookPolicy:
 
     def wants(self, item_type: str) -> bool:
         return item_type.casefold() in {t.casefold() for t in self.item_types}
-
-
-# Marks a removed item (its objects go after MIRROR_DELETE_GRACE, with `mirror sync
-# --delete`) unless that is more removals at once than the delete guard allows.
-ItemRemover = Callable[[str], Marked]
 
 
 class BadDelivery(ValueError):
@@ -105,7 +105,7 @@ class MirrorWeb:
         self.deletions = Counter(
             "mirror_webhook_item_deleted",
             "ItemDeleted deliveries by what was done: noted, removed, cancelled, held back, "
-            "already removed, not mirrored.",
+            "already removed, not mirrored, still in Jellyfin, not checked.",
             ["action"],
             registry=self.registry,
         )
@@ -198,7 +198,7 @@ class MirrorWeb:
             "job": verdict.get("job_id"),
         }
         log.bind(**context).info("webhook %s", verdict["status"])
-        return _json(verdict, 202)
+        return _json(verdict, 503 if verdict["status"] == UNCHECKED else 202)
 
     def _act_on(self, notification: dict[str, Any]) -> dict[str, Any]:
         """Enqueue an added item of a wanted type; everything else is acknowledged, ignored."""
@@ -233,7 +233,7 @@ class MirrorWeb:
 
     def _item_deleted(self, notification: dict[str, Any]) -> dict[str, Any]:
         """A removed item: only logged and counted unless MIRROR_DELETE_REMOVED is on,
-        and then only marked (see `item_remover`).
+        and then only marked once Jellyfin says it is gone (see `item_remover`).
 
         Off by default because a delivery is a hint, and deleting on a hint is not
         undoable; `mirror sync --delete` checks with Jellyfin first.
@@ -252,7 +252,24 @@ class MirrorWeb:
         marked = self.remover(item_id)
         self.deletions.labels(marked.outcome).inc()
         verdict: dict[str, Any] = {"status": marked.outcome, "item_id": item_id}
-        if marked.outcome == "held back":
+        if marked.outcome in ("removed", "cancelled", "held back"):
+            verdict["items"] = marked.items  # a Series or Season: the items under it
+        if marked.outcome == STILL_THERE:
+            verdict["reason"] = (
+                "Jellyfin still has this item (a file replaced in place keeps its id, and "
+                "the plugin may send its ItemDeleted after the ItemAdded): mirror kept"
+            )
+        elif marked.outcome == UNCHECKED:
+            log.bind(item=item_id).warning(
+                "ItemDeleted not acted on: %s; the plugin does not retry, so run "
+                "`mirror sync --delete` once Jellyfin answers",
+                marked.reason,
+            )
+            verdict["reason"] = (
+                f"{marked.reason}: objects kept; the plugin does not retry, run "
+                "`mirror sync --delete` once Jellyfin answers"
+            )
+        elif marked.outcome == "held back":
             log.bind(item=item_id).warning(
                 "ItemDeleted held back: %s (a library emptied by an offline mount?); "
                 "`mirror sync --delete` checks with Jellyfin",
@@ -349,7 +366,9 @@ def web_app(settings: Settings, db: Database) -> WSGIApplication:
     from mirror import wiring
 
     policy = webhook_policy(settings)
-    remover = item_remover(db.removals) if policy.delete_removed else None
+    remover = (
+        item_remover(db.removals, jellyfin_presence(settings)) if policy.delete_removed else None
+    )
     player = None
     if settings.s3_bucket:
         store = wiring.s3_storage(settings)
@@ -419,18 +438,6 @@ def serve(settings: Settings, *, host: str, port: int, threads: int = 4) -> None
         server.close()
         db.dispose()
     log.info("stopped")
-
-
-def item_remover(removals: Removals, limit: DeleteLimit = DEFAULT_LIMIT) -> ItemRemover:
-    """Mark, never delete: a delivery is a hint, and a burst of them the symptom of a
-    library emptied by an offline mount; `mirror sync --delete` deletes after the grace,
-    once Jellyfin confirms the item is still gone. A queued or running job of the item
-    is cancelled (the worker stops at its next heartbeat, and never marks it done)."""
-
-    def remove(item_id: str) -> Marked:
-        return removals.mark_one_unless_too_many(item_id, limit.problem)
-
-    return remove
 
 
 def listening(server: Any) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,23 @@ from mirror.db.removals import Removals
 from mirror.db.stats import QueueStats
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
+from mirror.jellyfin.client import JellyfinClient
 from mirror.manifest import RestoredJob
-from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy, item_remover
+from mirror.web.removed_items import item_remover
+from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy
 from tests.fixtures.stack import Stack
 
 OBJECTS = ("manifest.json",)  # per mirrored item (the row names a video.mp4 too)
+
+
+def stand_in_presence(jellyfin: JellyfinStandIn) -> Callable[[str], bool]:
+    """What `mirror serve` asks before acting on ItemDeleted: is the item still listed?"""
+
+    def present(item_id: str) -> bool:
+        with JellyfinClient(jellyfin.url, jellyfin.api_key) as client:
+            return item_id in client.existing_item_ids([item_id])
+
+    return present
 
 
 def mirror_items(stack: Stack, sample: SampleMedia, count: int) -> list[str]:
@@ -203,7 +216,8 @@ def test_item_deleted_while_the_first_job_runs_cancels_it_and_leaves_no_objects(
 
     engine = stack.repo.engine
     policy = WebhookPolicy(secret="s", item_types=("Movie",), delete_removed=True)
-    web = MirrorWeb(stack.repo, QueueStats(engine), policy, item_remover(Removals(engine)))
+    remover = item_remover(Removals(engine), stand_in_presence(stack.jellyfin))
+    web = MirrorWeb(stack.repo, QueueStats(engine), policy, remover)
     stack.jellyfin.remove_item(item_id)
     body = {"NotificationType": "ItemDeleted", "ItemId": item_id, "ItemType": "Movie"}
     answer = Client(web).post("/hooks/jellyfin", json=body, headers={SECRET_HEADER: "s"})

@@ -1,6 +1,6 @@
 """`mirror demo` as a newcomer runs it: a subprocess with no MIRROR_* variable at all.
 
-The demo starts real servers (an embedded Postgres as a separate process, moto and the
+The demo starts real servers (an embedded Postgres as a separate process, SeaweedFS and the
 Jellyfin stand-in in-process) and ffmpeg; these tests check that it mirrors the samples
 and that nothing it started outlives it: no process still naming its temp folder, and
 the folder itself gone, on success and on Ctrl-C alike.

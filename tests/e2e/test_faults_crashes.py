@@ -1,6 +1,6 @@
 """Crash safety: no job lost, none run twice, none finished by a worker that lost it.
 
-Real worker processes, real Postgres, the Jellyfin stand-in, moto's S3 and ffmpeg, with
+Real worker processes, real Postgres, the Jellyfin stand-in, SeaweedFS's S3 and ffmpeg, with
 stale_timeout 3 s and heartbeat 0.5 s. Each test checks the job row, the S3 objects and
 the work directory afterwards.
 """

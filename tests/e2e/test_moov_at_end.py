@@ -2,7 +2,7 @@
 while it downloads: the moov is fetched first with a range request from the end, so the
 work dir peaks near the item's size instead of twice it (issue 21 point 7).
 
-In process (`burst_in_process`) against the throttled stand-in, moto and real ffmpeg; a
+In process (`burst_in_process`) against the throttled stand-in, SeaweedFS and real ffmpeg; a
 sampler thread polls the work dir's allocated bytes (holes given back count as freed)
 and the source's size, every 20 ms.
 """

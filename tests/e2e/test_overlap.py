@@ -1,6 +1,6 @@
-"""Download, transcode and upload overlap (issue 14): seen from the stand-in and moto.
+"""Download, transcode and upload overlap (issue 14): seen from the stand-in and S3.
 
-Real worker processes, Postgres, the Jellyfin stand-in (throttled), moto's S3 and ffmpeg.
+Real worker processes, Postgres, the Jellyfin stand-in (throttled), SeaweedFS's S3 and ffmpeg.
 The part size is S3's minimum (5 MiB), so the 12 MB sample's video goes up in parts.
 """
 
@@ -26,7 +26,7 @@ def fast_faults(stack: Stack) -> None:
 
 
 def stored_parts(stack: Stack) -> int:
-    """Parts moto holds for unfinished multipart uploads (not yet visible objects)."""
+    """Parts S3 holds for unfinished multipart uploads (not yet visible objects)."""
     client, bucket = stack.s3.client, stack.s3.bucket
     return sum(
         len(client.list_parts(Bucket=bucket, Key=key, UploadId=upload_id).get("Parts", []))

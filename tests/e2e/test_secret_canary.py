@@ -26,7 +26,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from mirror.demo.media import SampleMedia
+from mirror.demo.seaweedfs import SeaweedServer
 from mirror.demo.stand_in.server import JellyfinStandIn
+from tests.fixtures.s3 import DUMMY_KEY, S3Target
 from tests.fixtures.stack import FAST_FAULTS, Stack
 
 CANARY = "CANARY"
@@ -42,6 +44,24 @@ def jellyfin() -> Iterator[JellyfinStandIn]:
     """The stand-in accepts only the canary API key (overrides the shared fixture)."""
     with JellyfinStandIn(api_key=API_KEY) as standin:
         yield standin
+
+
+@pytest.fixture
+def s3(tmp_path: Path) -> Iterator[S3Target]:
+    """SeaweedFS that accepts only the canary secret key (overrides the shared fixture:
+    a real S3 server checks the signature, so the workers must sign with the canary)."""
+    server = SeaweedServer(
+        tmp_path / "seaweedfs", access_key_id=DUMMY_KEY, secret_access_key=S3_SECRET
+    )
+    server.start()
+    try:
+        target = S3Target(
+            endpoint_url=server.endpoint_url, bucket="canary", secret_access_key=S3_SECRET
+        )
+        target.create_bucket()
+        yield target
+    finally:
+        server.stop()
 
 
 @pytest.fixture

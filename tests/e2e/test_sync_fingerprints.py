@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror.demo.media import SampleMedia
+from mirror.demo.stand_in.versions import source_path_resolved
 from tests.fixtures.stack import Stack
 
 
@@ -23,6 +24,7 @@ def test_sync_twice_on_a_symlinked_library_queues_nothing_the_second_time(
     stack: Stack, sample_h264_aac: SampleMedia, tmp_path: Path
 ) -> None:
     """Jellyfin 10.11.3+: the media source's Path is the link's target, the item's the link."""
+    stack.jellyfin.version = "10.11.3"
     stack.jellyfin.add_library("Movies")
     (tmp_path / "store").mkdir()
     (tmp_path / "links").mkdir()
@@ -35,7 +37,7 @@ def test_sync_twice_on_a_symlinked_library_queues_nothing_the_second_time(
         name="Linked",
         streams=sample_h264_aac.streams,
         duration_s=sample_h264_aac.duration_s,
-        resolved_source_path=True,
+        resolved_source_path=source_path_resolved(stack.jellyfin.version),
     )
 
     assert sync(stack)["queued"] == 1

@@ -143,7 +143,7 @@ def assert_bt709_square_even(out: Mirrored, displayed: tuple[int, int]) -> None:
     assert "VIDEO-RANGE" not in out.stream_inf
 
 
-def test_odd_sized_source_is_scaled_to_even_sides_keeping_its_aspect(
+def test_odd_sized_source_gets_even_sides_keeping_its_aspect(
     inproc: InProcess, tmp_path: Path, ffmpeg_path: str
 ) -> None:
     sample = picture_samples.odd_size_mpeg4(tmp_path / "odd", ffmpeg_path=ffmpeg_path)

@@ -210,3 +210,51 @@ def test_item_larger_than_the_whole_disk_fails_for_good(
     assert (job.status, job.attempts) == ("failed", 1)
     assert job.error is not None and "can never fit" in job.error
     assert inproc.fake_media.download_requests == []
+
+
+def test_a_local_path_strm_listed_as_a_plain_file_fails_at_once_without_a_download(
+    inproc: InProcess, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    """Jellyfin 10.11.7+: a .strm naming a local file is Protocol File and not remote;
+    its source Path is the target and its Container "strm" (BaseItem.GetVersionInfo)."""
+    strm = tmp_path / "Local.strm"
+    strm.write_text(f"{sample_h264_aac.path}\n")
+    item = inproc.fake_media.add_item(
+        strm,
+        name="Local Link",
+        streams=sample_h264_aac.streams,
+        duration_s=4.0,
+        strm_target=str(sample_h264_aac.path),
+        strm_remote=False,
+    )
+    inproc.enqueue(item)
+
+    inproc.run_burst()
+
+    job = inproc.job(item)
+    assert (job.status, job.attempts) == ("failed", 1)
+    assert job.error is not None and "is a .strm link, not a media file" in job.error
+    assert inproc.fake_media.download_requests == []
+
+
+def test_a_known_item_whose_file_is_missing_is_retried_and_its_job_says_why(
+    inproc: InProcess, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    path = tmp_path / "Movie.mp4"
+    shutil.copyfile(sample_h264_aac.path, path)
+    item = inproc.fake_media.add_item(
+        path, name="Movie", streams=sample_h264_aac.streams, duration_s=4.0
+    )
+    path.rename(tmp_path / "away.mp4")  # the share is offline; Jellyfin keeps the item
+    inproc.retry_backoff = 0.3
+    inproc.enqueue(item)
+
+    inproc.run_burst()
+
+    job = inproc.job(item)
+    assert (job.status, job.attempts) == ("new", 1)  # back in the queue, with backoff
+    assert job.error is not None
+    assert job.error.startswith("source file missing on the server: ")
+    assert "check that the share or NAS holding it is mounted and awake" in job.error
+    (tmp_path / "away.mp4").rename(path)  # the share is back
+    wait_for(lambda: inproc.run_burst() and inproc.job(item).status == "done", 30, "the retry")

@@ -401,6 +401,17 @@ def check_media_server(subject: MediaSubject, sample: SampleMedia, tmp_path: Pat
             abort=stopped,
         )  # fmt: skip
 
+    # a known item whose file is missing on disk (a share offline): transient, saying so
+    gone = tmp_path / "offline.mkv"
+    gone.write_bytes(b"x" * 1000)
+    offline = subject.add_item(gone, name="Offline", streams=sample.streams, duration_s=4.0)
+    gone.unlink()
+    with pytest.raises(TransientError, match=f"^source file missing on the server: .*{offline}"):
+        subject.media.download(
+            offline, tmp_path / "dl" / "o.mkv", expected_size=None, on_progress=on_progress,
+            abort=AbortSignal(),
+        )  # fmt: skip
+
     # subtitles by Jellyfin's Index: the sidecar .srt (0) and the file's own (3 + 2)
     sidecar = subject.media.fetch_subtitle(item, item, 0)
     assert sidecar.startswith(b"WEBVTT") and b"Sidecar subtitle" in sidecar
@@ -440,7 +451,7 @@ def fake_store_s3(s3: S3Target) -> StoreSubject:
 
 
 @pytest.mark.parametrize(
-    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+moto", "fake"]
+    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+SeaweedFS", "fake"]
 )
 def test_object_store_uploads_digests_and_cleans_up_the_same_way(
     make_store: Callable[[S3Target], StoreSubject], s3: S3Target, tmp_path: Path
@@ -487,7 +498,7 @@ def test_object_store_uploads_digests_and_cleans_up_the_same_way(
 
 
 @pytest.mark.parametrize(
-    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+moto", "fake"]
+    "make_store", [real_store_s3, fake_store_s3], ids=["S3Storage+SeaweedFS", "fake"]
 )
 def test_streamed_outputs_are_invisible_until_published_and_gone_when_not(
     make_store: Callable[[S3Target], StoreSubject], s3: S3Target, tmp_path: Path

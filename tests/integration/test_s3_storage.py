@@ -1,4 +1,4 @@
-"""S3Storage against moto's server over real HTTP: uploads, progress, stops, errors."""
+"""S3Storage against SeaweedFS over real HTTP: uploads, progress, stops, errors."""
 
 from __future__ import annotations
 
@@ -295,8 +295,7 @@ def test_s3_down_is_transient_and_upload_works_once_back(
         storage.upload_files(_uploads(outputs), on_progress=Recorder(), abort=AbortSignal())
     assert time.monotonic() - started < 20
 
-    s3.start()  # an empty server: moto keeps data in memory only
-    s3.create_bucket()
+    s3.start()  # the same server again: SeaweedFS kept the bucket on disk
     storage.check_bucket()
     storage.upload_files(_uploads(outputs), on_progress=Recorder(), abort=AbortSignal())
     assert len(storage.object_keys()) == 2

@@ -1,4 +1,4 @@
-"""StreamingUpload against moto's server: small files by one PUT, memory in flight bounded."""
+"""StreamingUpload against SeaweedFS: small files by one PUT, memory in flight bounded."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from mirror.progress import AbortSignal, Progress
 from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB, Upload
-from tests.fixtures.s3 import RestartableS3Target, S3Target
+from tests.fixtures.s3 import S3Target
 
 ITEM = "0123456789abcdef0123456789abcdef"
 
@@ -91,14 +91,11 @@ def test_a_small_file_left_unpublished_never_becomes_visible(s3: S3Target, tmp_p
     assert s3.multipart_uploads() == []
 
 
-def test_bytes_held_in_flight_stay_below_one_part(
-    s3_restartable: RestartableS3Target, tmp_path: Path
-) -> None:
+def test_bytes_held_in_flight_stay_below_one_part(s3: S3Target, tmp_path: Path) -> None:
     """Parts go up as ranges of the file, not as copies in memory: with 16 MiB parts and
     four request threads, the upload's peak Python allocations stay under 8 MiB (parts
-    held as bytes would hold up to (4 + 2) x 16 MiB). moto runs in a process of its own
-    here, so only the client's allocations are traced."""
-    s3 = s3_restartable
+    held as bytes would hold up to (4 + 2) x 16 MiB). SeaweedFS runs in a process of its
+    own, so only the client's allocations are traced."""
     video = tmp_path / "video.mp4"
     size = 80 * MiB + 123
     with video.open("wb") as file:

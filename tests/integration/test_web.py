@@ -22,7 +22,8 @@ from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.delete_guard import NO_LIMIT
 from mirror.jobs import Mirrored
-from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy, item_remover
+from mirror.web.removed_items import item_remover
+from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy
 from tests.fixtures.s3 import S3Target
 
 SECRET = "correct horse battery staple"
@@ -358,11 +359,16 @@ def _keys(s3: S3Target) -> list[str]:
     return [o["Key"] for o in s3.client.list_objects_v2(Bucket=s3.bucket).get("Contents", [])]
 
 
+def _gone(item_id: str) -> bool:
+    """Jellyfin no longer has the item (the check itself: test_webhook_item_deleted.py)."""
+    return False
+
+
 def test_item_deleted_is_only_noted_and_counted_by_default(
     serve_app: Any, engine: Engine, s3: S3Target
 ) -> None:
     repo = JobRepository(engine)
-    remover = item_remover(Removals(engine))
+    remover = item_remover(Removals(engine), _gone)
     client = serve_app(engine, remover=remover)  # delete_removed is off
     keys = _mirrored(repo, s3)
     response = _hook(Served(client, repo), _deleted())
@@ -379,7 +385,7 @@ def test_item_deleted_with_delete_removed_marks_removed_and_keeps_the_objects(
     repo = JobRepository(engine)
     # One mirrored item is 100 % of the mirror: over the default limit (see
     # test_webhook_item_deleted.py); no limit here.
-    remover = item_remover(Removals(engine), NO_LIMIT)
+    remover = item_remover(Removals(engine), _gone, NO_LIMIT)
     client = serve_app(engine, remover=remover, delete_removed=True)
     keys = _mirrored(repo, s3)
     response = _hook(Served(client, repo), _deleted())

@@ -17,7 +17,8 @@ from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.manifest import RestoredJob
-from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy, item_remover
+from mirror.web.removed_items import item_remover
+from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy
 
 SECRET = "s3cret"
 
@@ -51,7 +52,7 @@ def _deliver(client: Client, item_id: str) -> dict[str, Any]:
 
 def _web(engine: Engine) -> Client:
     policy = WebhookPolicy(secret=SECRET, item_types=("Movie",), delete_removed=True)
-    remover = item_remover(Removals(engine))
+    remover = item_remover(Removals(engine), lambda _item_id: False)  # gone from Jellyfin
     return Client(MirrorWeb(JobRepository(engine), QueueStats(engine), policy, remover))
 
 

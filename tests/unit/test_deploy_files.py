@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import typer.main
 import yaml
@@ -60,8 +61,12 @@ def environment_of(service: dict[str, Any]) -> dict[str, str]:
 
 
 def mirror_services() -> dict[str, dict[str, Any]]:
-    """Services that run the mirror image (built from this Dockerfile)."""
-    return {name: svc for name, svc in services().items() if svc.get("build") == "."}
+    """Services that run `mirror` from its image (built from this Dockerfile)."""
+    return {
+        name: svc
+        for name, svc in services().items()
+        if svc.get("build") == "." and "entrypoint" not in svc
+    }
 
 
 def interpolate(text: str, values: dict[str, str]) -> str:
@@ -131,9 +136,9 @@ def test_env_example_loads_through_load_settings(monkeypatch: pytest.MonkeyPatch
     assert settings.database_url == (
         f"postgresql+psycopg://mirror:{values['POSTGRES_PASSWORD']}@postgres:5432/mirror"
     )
-    assert settings.s3_endpoint_url == "http://minio:9000"
+    assert settings.s3_endpoint_url == "http://seaweedfs:8333"
     assert settings.s3_access_key_id is not None
-    assert settings.s3_access_key_id.get_secret_value() == values["MINIO_ROOT_USER"]
+    assert settings.s3_access_key_id.get_secret_value() == values["SEAWEEDFS_ACCESS_KEY"]
 
 
 def test_commented_values_in_env_example_are_the_defaults(
@@ -173,7 +178,7 @@ def test_depends_on_targets_exist_and_wait_for_the_right_state() -> None:
                 if condition == "service_completed_successfully":
                     assert all_services[target].get("restart") == "no", f"{target} restarts"
     worker = all_services["worker"]
-    assert set(worker["depends_on"]) >= {"migrate", "createbucket"}
+    assert set(worker["depends_on"]) >= {"migrate", "bucketrules"}
     assert "postgres" in all_services["migrate"]["depends_on"]
 
 
@@ -187,12 +192,51 @@ def test_the_worker_scales_and_stops_gracefully() -> None:
     assert parse_duration(worker["stop_grace_period"]) > grace
 
 
-def test_minio_stale_uploads_are_cleaned_and_the_bucket_is_made() -> None:
+def test_compose_is_valid_by_the_compose_spec_schema() -> None:
+    """The schema `docker compose` itself checks against (vendored, see its README)."""
+    schema = json.loads((ROOT / "tests/unit/compose_spec/compose-spec.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    errors = [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message}"
+        for error in jsonschema.Draft7Validator(schema).iter_errors(compose())
+    ]
+    assert errors == []
+
+
+def test_every_image_is_pinned_and_none_is_minio() -> None:
+    """`docker compose up` pulls only images that exist, at a tag chosen here: MinIO's
+    `minio/minio` and `minio/mc` repositories were deleted from Docker Hub (2026-09)."""
+    for name, service in services().items():
+        image = service.get("image")
+        if service.get("build") == "." or image is None:
+            continue
+        repository, _, tag = image.rpartition(":")
+        assert repository and tag and tag != "latest", f"{name}: {image} is not pinned"
+        assert not repository.startswith("minio/"), f"{name}: {image} no longer exists"
+    assert services()["seaweedfs"]["image"] == "chrislusf/seaweedfs:4.48"
+
+
+def test_seaweedfs_makes_the_bucket_and_bucketrules_set_cors_and_lifecycle() -> None:
     all_services = services()
-    minio_env = environment_of(all_services["minio"])
-    assert parse_duration(minio_env["MINIO_API_STALE_UPLOADS_EXPIRY"]) > 0
-    script = " ".join(all_services["createbucket"]["command"])
-    assert "mc mb --ignore-existing" in script
+    seaweedfs = all_services["seaweedfs"]
+    assert seaweedfs["command"][0] == "mini"
+    env = environment_of(seaweedfs)
+    assert env["S3_BUCKET"].startswith("${MIRROR_S3_BUCKET")  # `weed mini` makes it
+    assert "-s3.autoCreateBucket=false" in seaweedfs["command"]
+    assert "$$S3_BUCKET" in " ".join(seaweedfs["healthcheck"]["test"])  # healthy: bucket made
+    assert "8333:8333" in seaweedfs["ports"]
+    script = "\n".join(all_services["bucketrules"]["command"])
+    compile(script, "bucketrules", "exec")  # the one-shot's Python parses
+    assert "put_bucket_cors" in script and "Content-Range" in script
+    assert "AbortIncompleteMultipartUpload" in script
+    assert all_services["bucketrules"]["depends_on"]["seaweedfs"]["condition"] == (
+        "service_healthy"
+    )
+
+
+def test_serve_tells_browsers_where_s3_is() -> None:
+    env = environment_of(services()["serve"])
+    assert interpolate(env["MIRROR_S3_PUBLIC_URL"], {}) == "http://localhost:8333"
 
 
 def mirror_argvs() -> list[tuple[str, list[str]]]:

@@ -18,6 +18,8 @@ class Facts:
     protocol: str | None = "File"
     is_remote: bool = False
     video_type: str | None = "VideoFile"
+    path: str | None = "/media/Movie.mkv"
+    container: str | None = "mkv"
 
 
 @pytest.mark.parametrize(
@@ -27,6 +29,11 @@ class Facts:
         (Facts(protocol=None, video_type=None, location_type=None), None),
         (Facts(protocol="Http", is_remote=True), ".strm link"),
         (Facts(is_remote=True), ".strm link"),
+        # 10.11.7+: a .strm naming a local file is Protocol File and not remote; its
+        # source Path is the target, its Container the .strm's extension.
+        (Facts(path="/media/real.mkv", container="strm"), ".strm link"),
+        (Facts(path="/media/Movie.STRM", container=None), ".strm link"),
+        (Facts(path="/media/strm.mkv", container="mkv"), None),
         (Facts(video_type="Iso"), "ISO image"),
         (Facts(video_type="Dvd"), "DVD folder"),
         (Facts(video_type="BluRay"), "Blu-ray folder"),

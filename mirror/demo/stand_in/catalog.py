@@ -209,6 +209,8 @@ class CatalogItem:
     resolved_source_path: bool = False
     is_folder: bool = False
     parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
+    strm_target: str | None = None  # a .strm (`path`): the text it holds, listed as source Path
+    strm_remote: bool = True  # IsRemote of that .strm (see versions.strm_is_remote)
 
     @property
     def sort_name(self) -> str:
@@ -286,6 +288,25 @@ class CatalogItem:
         """The media source's Path: the link itself, or on 10.11.3+ where it points."""
         return str(path.resolve() if self.resolved_source_path else path)
 
+    def _strm_source(self, ticks: int | None) -> dict[str, Any]:
+        """A .strm's media source as BaseItem.GetVersionInfo lists a shortcut: Path its
+        target, Protocol the target's, Container the .strm's own extension."""
+        return _without_nulls(
+            {
+                "Protocol": self.protocol,
+                "Id": self.id,
+                "Path": self.strm_target,
+                "Type": "Default",
+                "Container": self.path.suffix.lstrip(".").lower(),
+                "Name": self.path.stem,
+                "IsRemote": self.strm_remote,
+                "RunTimeTicks": ticks,
+                "SupportsDirectPlay": True,
+                "VideoType": self.video_type,
+                "MediaStreams": self.media_streams(),
+            }
+        )
+
     def _size_of(self, path: Path, own: bool) -> int | None:
         if own:
             return self.size()
@@ -302,7 +323,10 @@ class CatalogItem:
         sources: list[dict[str, Any]] | None = None
         if not self.is_folder and self.location_type != "Virtual":
             sources = [self._source(vid, path, ticks) for vid, path in self.other_versions]
-            sources.append(self._source(self.id, self.path, ticks))
+            if self.strm_target is not None:
+                sources.append(self._strm_source(ticks))
+            else:
+                sources.append(self._source(self.id, self.path, ticks))
         has_path = self.location_type != "Virtual"
         data: dict[str, Any] = {
             "Name": self.name,
@@ -370,6 +394,8 @@ class Catalog:
         resolved_source_path: bool = False,
         is_folder: bool = False,
         parent_id: str | None = None,
+        strm_target: str | None = None,
+        strm_remote: bool = True,
     ) -> str:
         if item_id is None:
             new_id = uuid.uuid4().hex
@@ -404,6 +430,8 @@ class Catalog:
             resolved_source_path=resolved_source_path,
             is_folder=is_folder,
             parent_id=parent_id,
+            strm_target=strm_target,
+            strm_remote=strm_remote,
         )
         with self._lock:
             self._items[new_id] = item
@@ -499,6 +527,30 @@ class Catalog:
         """The item is gone from Jellyfin (its file deleted, the library rescanned)."""
         with self._lock:
             del self._items[item_id]
+
+    def delete_item(self, item_id: str) -> list[CatalogItem]:
+        """Jellyfin's LibraryManager.DeleteItem: the item and, for a folder, everything
+        under it (GetRecursiveChildren) go; returns them, the descendants first."""
+        with self._lock:
+            item = self._items.get(item_id)
+            if item is None:
+                raise KeyError(item_id)
+            under = [
+                other
+                for other in self._items.values()
+                if other.id != item_id and item.is_folder and item_id in other.parent_ids
+            ]
+            for gone in (*under, item):
+                del self._items[gone.id]
+        return [*under, item]
+
+    def replace_file(self, item_id: str, path: Path) -> CatalogItem:
+        """A file replaced in place: same path, so Jellyfin keeps the id (it derives ids
+        from the path), with the new file's size and date."""
+        with self._lock:
+            item = replace(self._items[item_id], path=Path(path))
+            self._items[item_id] = item
+            return item
 
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran (or not): MediaStreams and RunTimeTicks appear."""

@@ -2,8 +2,9 @@
 
 Routes, status codes and headers follow ../shared/jellyfin/: 401 with an empty body
 without the `MediaBrowser ... Token="<key>"` header, 400 for ids that are not GUIDs,
-404 for unknown ones, and downloads served like ASP.NET's PhysicalFile with range
-processing (206 + Content-Range, 416 past the end, If-Range against Last-Modified).
+404 for unknown ones (and, plain text, for the missing file of a known item), and
+downloads served like ASP.NET's PhysicalFile with range processing (206 +
+Content-Range, 416 past the end, If-Range against Last-Modified).
 """
 
 from __future__ import annotations
@@ -351,7 +352,16 @@ class JellyfinHandler(BaseHTTPRequestHandler):
         if not item.has_file:
             self._send_text(400, "Error processing request.")
             return
-        with item.path.open("rb") as file:
+        try:
+            file = item.path.open("rb")
+        except (FileNotFoundError, NotADirectoryError):
+            # Every version: GetDownload's PhysicalFile throws FileNotFoundException (a
+            # gone folder: DirectoryNotFoundException) for a file missing on disk, and
+            # Jellyfin.Api/Middleware/ExceptionMiddleware.cs answers both with a plain
+            # 404 while the item's metadata still answers (a share offline, a NAS asleep).
+            self._send_text(404, "Error processing request.")
+            return
+        with file:
             stat = os.fstat(file.fileno())
             size, last_modified = stat.st_size, http_date(stat.st_mtime)
             range_header, if_range = self.headers.get("Range"), self.headers.get("If-Range")

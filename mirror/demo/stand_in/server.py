@@ -31,6 +31,8 @@ from mirror.demo.stand_in.handler import (
     StandInHTTPServer,
     StandInState,
 )
+from mirror.demo.stand_in.versions import strm_is_remote, strm_protocol
+from mirror.demo.stand_in.webhook import WebhookPlugin
 from mirror.item import MediaStream
 
 __all__ = ["DownloadSpan", "JellyfinStandIn", "RequestRecord", "Sidecar", "most_at_once"]
@@ -46,6 +48,7 @@ class JellyfinStandIn:
         self._address = (host, port)
         self._server: StandInHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._webhook: WebhookPlugin | None = None
 
     # life cycle -------------------------------------------------------------------
     def start(self) -> JellyfinStandIn:
@@ -134,6 +137,22 @@ class JellyfinStandIn:
             path, name=name, streams=streams, duration_s=duration_s, **options
         )
 
+    def add_strm(self, path: Path, target: str, *, name: str, **options: Any) -> str:
+        """Write a `.strm` at `path` holding `target` and serve it as this version lists
+        one (see versions.py): from 10.11.7 a local `target` is Protocol File, not remote.
+        /Download serves the .strm's text, as Jellyfin's does."""
+        path.write_text(target + "\n", encoding="utf-8")
+        return self._state.catalog.add_item(
+            path,
+            name=name,
+            streams=[],
+            duration_s=0.0,
+            protocol=strm_protocol(target),
+            strm_target=target,
+            strm_remote=strm_is_remote(self.version, target),
+            **options,
+        )
+
     def add_episode(
         self,
         path: Path,
@@ -177,6 +196,29 @@ class JellyfinStandIn:
     def remove_item(self, item_id: str) -> None:
         """Delete the item, as Jellyfin does after its file is gone and the library rescanned."""
         self._state.catalog.remove_item(item_id)
+
+    def connect_webhook(self, plugin: WebhookPlugin | None) -> None:
+        """Deliver item changes through this webhook plugin (None: no plugin installed)."""
+        self._webhook = plugin
+
+    def delete_item(self, item_id: str) -> list[str]:
+        """Delete as Jellyfin's "Delete media item" does: a folder with everything under it;
+        the plugin hears of it as this Jellyfin version reports it (see webhook.py).
+        Returns the ids deleted, descendants first."""
+        removed = self._state.catalog.delete_item(item_id)
+        if self._webhook is not None:
+            self._webhook.items_removed(removed, self.version)
+        return [item.id for item in removed]
+
+    def replace_file(self, item_id: str, path: Path) -> None:
+        """The item's file replaced in place: the id stays (Jellyfin derives it from the
+        path), the new file is served, and the plugin queues an ItemDeleted and an
+        ItemAdded for the same id (its two queues: either can be sent first)."""
+        old = self._state.catalog.item(item_id)
+        new = self._state.catalog.replace_file(item_id, path)
+        if self._webhook is not None and old is not None:
+            self._webhook.items_removed([old], self.version)
+            self._webhook.item_added(new)
 
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran: the item's MediaStreams and RunTimeTicks appear."""
