@@ -134,7 +134,7 @@ class MediaItem:
     protocol: str | None = None  # File, Http, ... (a .strm link is Http)
     is_remote: bool = False
     is_folder: bool = False
-    etag: str | None = None  # MediaSources[].ETag (or the item's Etag)
+    etag: str | None = None  # MediaSources[].ETag (never the item's Etag: see fingerprint)
     title: ItemTitle = field(
         default_factory=ItemTitle
     )  # name, series, season, episode, year, parent ids
@@ -168,6 +168,7 @@ class MediaItem:
             "container": self.container,
             "etag": self.etag,
             "last_modified": None if served is None else served.last_modified,
+            "content_probe": None if served is None else served.content_probe,
         }
         return {key: value for key, value in facts.items() if value is not None}
 
@@ -180,6 +181,7 @@ class ServedFile:
     size: int
     last_modified: str | None = None  # the HTTP Last-Modified (Jellyfin: the file's mtime)
     etag: str | None = None  # the HTTP ETag, if any (Jellyfin's /Download sends none)
+    content_probe: str | None = None  # mirror.content_probe of the bytes received
 
 
 # .NET's Guid.TryParse formats N, D, B and P: the API sends N, webhook templates send D.

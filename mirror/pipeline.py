@@ -9,13 +9,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from mirror.background import BackgroundCall
+from mirror.content_probe import content_probe_of_file
 from mirror.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.errors import PermanentError
 from mirror.growing_file import GrowingFile
@@ -200,6 +201,10 @@ class MirrorPipeline:
                     served = downloading.join()  # the size and Last-Modified it received
                     if fed is not None:  # what ffmpeg read (a moov fetched first) is that file
                         fed.require_unchanged()
+                    # Its first and last MiB, for sync to tell a `touch` from new content.
+                    served = replace(
+                        served, content_probe=content_probe_of_file(source, served.size)
+                    )
                     source.unlink(missing_ok=True)  # read whole, and no attempt needs to resume it
                     phases.finished("transcode")
                     plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)

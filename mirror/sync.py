@@ -1,7 +1,7 @@
 """`mirror sync`: make the bucket converge on the library.
 
 A sweep only adds what was never mirrored; sync also notices what changed since it was
-mirrored (a better release replaced the file: new path, size or ETag) and what left
+mirrored (a better release replaced the file: new size or ETag) and what left
 Jellyfin (its objects are orphans). The classification is a pure function of the
 listing and the item's job history, tested on its own; the rest walks the library page
 by page like the sweep (same listing, same constant memory) and acts on the result.
@@ -16,15 +16,12 @@ from typing import Any, Protocol
 
 from mirror.db.mirrored import ItemHistory
 from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
+from mirror.fingerprints import ProbeContent, fingerprint_changes, only_touched
 from mirror.item import ItemTitle
 from mirror.jellyfin import ItemSummary
 from mirror.library_sweep import LibraryLister, PageProgress, titles_of
+from mirror.renames import CopyMirror, copy_renamed
 from mirror.sources import non_file_kind
-
-# Facts compared between the row's `source` and the listing, when both sides have them.
-# Path and size catch a replaced file; the ETag (Jellyfin's MD5 of DateModified) and
-# date_modified catch one replaced in place with the same size.
-FINGERPRINT_FACTS = ("path", "size", "etag", "date_modified")
 
 
 class SyncClass(enum.StrEnum):
@@ -44,17 +41,6 @@ QUEUE_CLASSES = frozenset({SyncClass.NEW, SyncClass.CHANGED})
 
 # Deletes every object of one item; returns how many.
 DeleteItem = Callable[[str], int]
-
-
-def fingerprint_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """`size 100 -> 200` for each fact both sides know and that differs."""
-    return [
-        f"{fact} {recorded[fact]} -> {current[fact]}"
-        for fact in FINGERPRINT_FACTS
-        if recorded.get(fact) is not None
-        and current.get(fact) is not None
-        and recorded[fact] != current[fact]
-    ]
 
 
 def classify(
@@ -94,6 +80,8 @@ class SyncReport:
     grace_s: float = 0.0
     held_back: str | None = None  # why this run removed nothing, or None
     purged: list[str] = field(default_factory=list)  # items whose objects were deleted
+    touched: list[str] = field(default_factory=list)  # new time, same content probe: kept
+    renamed: dict[str, str] = field(default_factory=dict)  # new id -> removed id copied
 
     def add(self, kind: SyncClass, item_id: str) -> None:
         self.items[kind].append(item_id)
@@ -115,6 +103,8 @@ class SyncReport:
             "held_back": self.held_back,
             "grace_s": self.grace_s,
             "purged": sorted(self.purged),
+            "touched": sorted(self.touched),
+            "renamed": self.renamed,
         }
 
 
@@ -130,6 +120,10 @@ class SyncJobs(Protocol):
     def record_titles(self, titles: Mapping[str, ItemTitle]) -> None: ...
 
     def restore(self, item_ids: Sequence[str]) -> list[str]: ...
+
+    def refresh_source(self, item_id: str, facts: dict[str, object]) -> None: ...
+
+    def probed_sizes(self) -> dict[int, list[tuple[str, str]]]: ...
 
 
 class SyncRemovals(Protocol):
@@ -174,6 +168,8 @@ class SyncedPage:
 
     entries: list[Classified]
     queued: int
+    touched: list[str] = field(default_factory=list)  # only their time changed: kept
+    held: list[ItemSummary] = field(default_factory=list)  # NEW, not queued: maybe renames
 
 
 def classify_page(
@@ -200,19 +196,41 @@ def sync_pages(
     dry_run: bool,
     on_page: PageProgress | None = None,
     library_name: str | None = None,
+    probe: ProbeContent | None = None,
+    hold_back: Callable[[ItemSummary], bool] | None = None,
 ) -> Iterator[SyncedPage]:
     """Walk the library page by page (constant memory): classify each page and, unless
     `dry_run`, queue its NEW and CHANGED items and keep its RESTORED items' mirrors.
 
+    With `probe`, a CHANGED item whose only change is its time (a `touch`) is probed
+    first: the same first and last MiB as mirrored make it UNCHANGED, and (unless
+    `dry_run`) its row takes the new ETag so the next sync need not probe again.
     `sync_library` and the dashboard's library page both walk with this, so they count
-    alike; what is kept of each page is the caller's choice.
+    alike; what is kept of each page is the caller's choice. NEW items `hold_back`
+    picks are not queued but handed back in `held` (possible renames: see sync_library).
     """
     handled = 0
     for page in lister.iter_library_pages(parent_id, item_types):
-        entries = classify_page(page.items, jobs.histories([item.id for item in page.items]))
+        histories = jobs.histories([item.id for item in page.items])
+        entries = classify_page(page.items, histories)
+        touched: list[str] = []
+        if probe is not None:
+            entries = [_settle_by_probe(e, histories, probe, touched) for e in entries]
+        if touched and not dry_run:
+            for item_id in touched:
+                current = next(e.item for e in entries if e.item.id == item_id)
+                jobs.refresh_source(item_id, current.fingerprint())
         queued = 0
+        held = [
+            e.item
+            for e in entries
+            if hold_back is not None and e.kind is SyncClass.NEW and hold_back(e.item)
+        ]
         if not dry_run:
-            to_queue = [e.item.id for e in entries if e.kind in QUEUE_CLASSES]
+            held_ids = {item.id for item in held}
+            to_queue = [
+                e.item.id for e in entries if e.kind in QUEUE_CLASSES and e.item.id not in held_ids
+            ]
             back = [e.item.id for e in entries if e.kind is SyncClass.RESTORED]
             # Every listed item's jobs take its title (old rows too), new jobs start with it.
             titles = titles_of(page.items, library_name)
@@ -221,10 +239,28 @@ def sync_pages(
                 queued = jobs.requeue(to_queue, {i: titles[i] for i in to_queue})
             if back:  # marked removed, listed again: their mirror stays
                 jobs.restore(back)
-        yield SyncedPage(entries, queued)
+        yield SyncedPage(entries, queued, touched, held)
         handled += len(page.items)
         if on_page is not None:
             on_page(handled, page.total)
+
+
+def _settle_by_probe(
+    entry: Classified,
+    histories: Mapping[str, ItemHistory],
+    probe: ProbeContent,
+    touched: list[str],
+) -> Classified:
+    """UNCHANGED instead of CHANGED when only the time changed and the content probe
+    equals the mirrored file's; `touched` collects those items."""
+    history = histories.get(entry.item.id)
+    recorded = (history.done_source if history is not None else None) or {}
+    if entry.kind is not SyncClass.CHANGED or not only_touched(
+        recorded, entry.item.fingerprint(), entry.item.id, probe
+    ):
+        return entry
+    touched.append(entry.item.id)
+    return Classified(entry.item, SyncClass.UNCHANGED, [])
 
 
 def sync_library(
@@ -237,6 +273,8 @@ def sync_library(
     deletion: Deletion | None,
     on_page: PageProgress | None = None,
     library_name: str | None = None,
+    probe: ProbeContent | None = None,
+    copy_mirror: CopyMirror | None = None,
 ) -> SyncReport:
     """Classify every listed item and every mirrored item no longer listed; act on them.
 
@@ -245,9 +283,16 @@ def sync_library(
     limit: then nothing is removed at all and `held_back` says why), and items marked at
     least the grace ago that Jellyfin still does not have lose their objects; objects go
     first and the mark after, so a failed delete is tried again by the next sync.
+
+    With `probe` and `copy_mirror` (and not `dry_run`), a NEW item of the size of a
+    mirrored item that has a content probe waits until the walk is done: when such a
+    mirrored item turned out removed and the probes match, it was renamed, and its
+    mirror is copied to the new id instead of queueing a transcode (mirror.renames).
     """
     report = SyncReport(dry_run=dry_run, delete=deletion is not None)
     seen: set[str] = set()
+    renamable = jobs.probed_sizes() if probe and copy_mirror and not dry_run else {}
+    held: list[ItemSummary] = []
     for page in sync_pages(
         lister,
         jobs,
@@ -256,8 +301,12 @@ def sync_library(
         dry_run=dry_run,
         on_page=on_page,
         library_name=library_name,
+        probe=probe,
+        hold_back=(lambda item: item.size in renamable) if renamable else None,
     ):
         report.queued += page.queued
+        report.touched += page.touched
+        held += page.held
         for entry in page.entries:
             seen.add(entry.item.id)
             report.names[entry.item.id] = entry.item.name
@@ -270,6 +319,16 @@ def sync_library(
     removed = _removed(lister, mirrored - seen)
     for item_id in removed:
         report.add(SyncClass.REMOVED, item_id)
+    if held:
+        assert probe is not None and copy_mirror is not None
+        report.renamed = copy_renamed(held, renamable, set(removed), probe, copy_mirror)
+        to_queue = [item for item in held if item.id not in report.renamed]
+        titles = titles_of(held, library_name)
+        if to_queue:
+            report.queued += jobs.requeue(
+                [item.id for item in to_queue], {item.id: titles[item.id] for item in to_queue}
+            )
+        jobs.record_titles({new_id: titles[new_id] for new_id in report.renamed})
     if deletion is not None:
         # The share is of this library's mirror: one library on an offline mount is a
         # small part of a big mirror, and all of its own.

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any
 
 import typer
@@ -30,6 +31,7 @@ from sqlalchemy.exc import DataError
 
 from mirror import wiring
 from mirror.cli.sync_views import DETAIL_ROWS, sync_details, sync_table
+from mirror.content_probe import content_probe_of_item
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.delete_guard import (
     DEFAULT_LIMIT,
@@ -42,6 +44,7 @@ from mirror.item import normalize_item_id
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.manifest import ManifestError, decode_manifest, restored_job
 from mirror.objects import item_prefix
+from mirror.renames import MirrorCopier
 from mirror.settings import Settings
 from mirror.sync import Deletion, sync_library
 from mirror.verify import Verdict, VerifyReport, verify_jobs
@@ -118,7 +121,9 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
         config = ctx.settings()
         db = ctx.database()
         jobs = SyncJobStore(db.mirrored, db.removals, db.jobs, config.max_attempts)
-        bucket = wiring.bucket(config) if delete and not dry_run else None
+        bucket = wiring.bucket(config) if not dry_run else None
+        # A renamed file's mirror is copied inside S3 rather than transcoded again.
+        copier = MirrorCopier(bucket, db.mirrored, config.s3_prefix) if bucket else None
 
         def delete_item(item_id: str) -> int:
             assert bucket is not None
@@ -147,6 +152,8 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                     deletion=deletion,
                     on_page=lambda done, total: bar.update(task, completed=done, total=total),
                     library_name=library_name,
+                    probe=partial(content_probe_of_item, client),
+                    copy_mirror=copier.copy if copier is not None else None,
                 )
         if as_json:
             _print_json({"scope": label, **report.to_json()})

@@ -48,6 +48,10 @@ def sync_table(report: SyncReport, label: str) -> Table:
         grace = format_duration(report.grace_s)
         purge = f"{done}: gone for MIRROR_DELETE_GRACE ({grace}) or more" if report.purged else ""
         table.add_row("purged", str(len(report.purged)), purge)
+    if report.touched:
+        table.add_row("touched", str(len(report.touched)), "new time, same content: kept")
+    if report.renamed:
+        table.add_row("renamed", str(len(report.renamed)), "mirror copied in S3 from the old id")
     return table
 
 
@@ -77,6 +81,8 @@ def sync_details(report: SyncReport) -> Table:
     rows = [(kind, item) for kind in shown for item in sorted(report.items[kind])]
     for kind, item in rows[:DETAIL_ROWS]:
         detail = "; ".join(report.changes.get(item, [])) or report.skipped_kinds.get(item, "")
+        if item in report.renamed:
+            detail = f"renamed: mirror copied from {report.renamed[item]}"
         table.add_row(item, report.names.get(item, ""), kind.value, detail)
     if len(rows) > DETAIL_ROWS:
         table.caption = f"first {DETAIL_ROWS} of {len(rows)}; --json lists all"

@@ -105,6 +105,41 @@ class MirroredItems:
                 {"item_id": item_id},
             ).rowcount
 
+    def probed_sizes(self) -> dict[int, list[tuple[str, str]]]:
+        """Size -> (item id, content probe) of each mirrored item whose newest done job
+        recorded a content probe: what a renamed file can be recognised by."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"""
+                    SELECT DISTINCT ON (item_id) item_id, source->>'size' AS size,
+                        source->>'content_probe' AS probe
+                    FROM {_JOBS}
+                    WHERE status = 'done' AND source ? 'content_probe'
+                    ORDER BY item_id, created_at DESC
+                    """
+                )
+            ).all()
+        sizes: dict[int, list[tuple[str, str]]] = {}
+        for row in rows:
+            if row.size is not None and str(row.size).isdigit():
+                sizes.setdefault(int(row.size), []).append((row.item_id, row.probe))
+        return sizes
+
+    def refresh_source(self, item_id: str, facts: dict[str, object]) -> int:
+        """Merge `facts` into the `source` of the item's newest done job: sync found its
+        file only touched (same content probe), so the new ETag is the mirrored file's."""
+        with self.engine.begin() as conn:
+            return conn.execute(
+                text(
+                    f"UPDATE {_JOBS} SET source = COALESCE(source, '{{}}'::jsonb) "
+                    "|| CAST(:facts AS jsonb), updated_at = now() "
+                    f"WHERE id = (SELECT id FROM {_JOBS} WHERE item_id = :item_id "
+                    "AND status = 'done' ORDER BY created_at DESC LIMIT 1)"
+                ),
+                {"item_id": item_id, "facts": json.dumps(facts)},
+            ).rowcount
+
     def done_jobs(self, item_ids: Sequence[str] | None, batch: int = 1000) -> Iterator[JobRecord]:
         """The newest done job of each item (all items when None), in batches by item id."""
         after = ""

@@ -36,3 +36,9 @@ class SyncJobStore:
 
     def record_titles(self, titles: Mapping[str, ItemTitle]) -> None:
         self.repo.record_titles(titles)
+
+    def refresh_source(self, item_id: str, facts: dict[str, object]) -> None:
+        self.mirrored.refresh_source(item_id, facts)
+
+    def probed_sizes(self) -> dict[int, list[tuple[str, str]]]:
+        return self.mirrored.probed_sizes()

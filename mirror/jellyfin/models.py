@@ -46,10 +46,21 @@ class ItemSummary:
     title: ItemTitle = field(
         default_factory=ItemTitle
     )  # name, series, season, episode, year, parent ids
+    media_source_id: str | None = None  # MediaSources[].Id of the source /Download serves
 
     def fingerprint(self) -> dict[str, object]:
-        """The listing's side of `mirror sync`'s comparison, keyed like the `source` column."""
-        facts = {"path": self.path, "size": self.size, "etag": self.etag}
+        """The listing's side of `mirror sync`'s comparison, keyed like the `source` column.
+
+        Only what identifies the bytes: the media source's id, Size and ETag, all three as
+        Jellyfin's database stores them (BaseItem.GetVersionInfo in
+        MediaBrowser.Controller/Entities/BaseItem.cs: Size = item.Size, ETag = MD5 of
+        item.DateModified.Ticks). Never a path: on 10.11.3+ the media source's Path is a
+        symlink's target while the item's Path stays the link (jellyfin PR #15263; PR #16965
+        resolves it only at playback), so a path compares two spellings of one file. Never
+        the item-level `Etag` either: it hashes the item's metadata and changes on every
+        metadata save.
+        """
+        facts = {"media_source_id": self.media_source_id, "size": self.size, "etag": self.etag}
         return {key: value for key, value in facts.items() if value is not None}
 
 
@@ -237,7 +248,9 @@ def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
         protocol=_str(src.get("Protocol")),
         is_remote=src.get("IsRemote") is True,
         is_folder=data.get("IsFolder") is True,
-        etag=_str(src.get("ETag")) or _str(data.get("Etag")),
+        # The media source's ETag only: the item-level Etag changes on every metadata
+        # save, so a fingerprint holding it would re-mirror unchanged files.
+        etag=_str(src.get("ETag")),
         title=parse_item_title(data),
     )
 
@@ -264,6 +277,7 @@ def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:
         container=_str(src.get("Container")) or _str(data.get("Container")),
         etag=_str(src.get("ETag")),
         title=parse_item_title(data),
+        media_source_id=_id_or_none(src.get("Id")),
     )
 
 

@@ -10,7 +10,7 @@ per object wherever a size is all that is needed: one LIST answers for 1000 keys
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -100,6 +100,32 @@ class Bucket:
                     f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".strip()
                 )
         return len(keys)
+
+    def copy_prefix(self, source: str, target: str, *, leave_out: Collection[str] = ()) -> int:
+        """Copy every object under `source` to the same name under `target`, inside S3
+        (CopyObject; boto3's managed copy switches to UploadPartCopy past its threshold,
+        so files over 5 GB copy too); `leave_out` keys are not copied. Returns how many."""
+        if not source.endswith("/") or not target.endswith("/"):
+            raise ValueError(f"refusing to copy {source!r} to {target!r}: not folder-like")
+        copied = 0
+        for key, _ in self.iter_objects(source):
+            if key in leave_out:
+                continue
+            try:
+                self._client.copy(
+                    {"Bucket": self.name, "Key": key}, self.name, target + key[len(source) :]
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise self._error(exc, f"copying {key}") from exc
+            copied += 1
+        return copied
+
+    def put_bytes(self, key: str, body: bytes, content_type: str) -> None:
+        """Put one small object (a manifest)."""
+        try:
+            self._client.put_object(Bucket=self.name, Key=key, Body=body, ContentType=content_type)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, f"writing {key}") from exc
 
     def _error(self, exc: BaseException, action: str) -> MirrorError:
         if isinstance(exc, ClientError):

@@ -70,11 +70,12 @@ def catalog(jellyfin: JellyfinStandIn, tmp_path: Path) -> dict[str, Any]:
 def history(engine: Engine, ids: dict[str, Any]) -> None:
     """Jobs for the movie classes: done (same file), done (another file), queued, failed."""
     repo = JobRepository(engine)
-    for name, path in (("Mirrored", ids["Mirrored.path"]), ("Changed", "/old/Changed.mkv")):
+    # Another file is other bytes (a path alone is no change: see ItemSummary.fingerprint).
+    for name, size in (("Mirrored", 2000), ("Changed", 1500)):
         repo.enqueue([ids[name]])
         lease = repo.claim_next("host:1:0")
         assert lease is not None
-        source = {"path": path, "size": 2000}
+        source = {"path": ids.get(f"{name}.path", "/old/Changed.mkv"), "size": size}
         repo.mark_done(lease.job_id, lease.token, Mirrored("v", [], source=source))
     repo.enqueue([ids["Queued"]])
     repo.cancel(repo.enqueue([ids["Failed"]])[0].job.id)

@@ -7,7 +7,12 @@ import pytest
 from mirror.errors import PermanentError
 from mirror.item import MediaStream
 from mirror.jellyfin.failures import RetryableError, RetryPolicy, parse_retry_after
-from mirror.jellyfin.models import parse_library, parse_media_item, require_item_id
+from mirror.jellyfin.models import (
+    parse_item_summary,
+    parse_library,
+    parse_media_item,
+    require_item_id,
+)
 
 ITEM_ID = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
@@ -93,3 +98,19 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", now=90) == 10
     assert parse_retry_after("soon") is None
     assert parse_retry_after(None) is None
+
+
+def test_the_item_level_etag_is_never_part_of_a_fingerprint() -> None:
+    """BaseItemDto.Etag hashes the item's metadata: every metadata save changes it."""
+    data = {
+        "Id": "a" * 32,
+        "Name": "Film",
+        "Type": "Movie",
+        "Path": "/links/film.mkv",
+        "Etag": "metadata-hash",
+        "MediaSources": [{"Id": "a" * 32, "Path": "/store/film.mkv", "Size": 100}],
+    }
+    assert parse_media_item(data).etag is None
+    summary = parse_item_summary(data)
+    assert summary is not None
+    assert summary.fingerprint() == {"media_source_id": "a" * 32, "size": 100}

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mirror.db.mirrored import ItemHistory
-from mirror.sync import SyncClass, classify, fingerprint_changes
+from mirror.fingerprints import fingerprint_changes, only_time_changed
+from mirror.sync import SyncClass, classify
 
 ITEM = "a" * 32
 SOURCE = {"media_source_id": ITEM, "path": "/m/a.mkv", "size": 100, "etag": "e1"}
@@ -53,13 +54,22 @@ def test_same_fingerprint_is_unchanged() -> None:
 @pytest.mark.parametrize(
     ("current", "change"),
     [
-        ({"path": "/m/b.mkv", "size": 100, "etag": "e1"}, "path /m/a.mkv -> /m/b.mkv"),
+        ({"media_source_id": "b" * 32, "size": 100}, f"media_source_id {ITEM} -> {'b' * 32}"),
         ({"path": "/m/a.mkv", "size": 200, "etag": "e1"}, "size 100 -> 200"),
         ({"path": "/m/a.mkv", "size": 100, "etag": "e2"}, "etag e1 -> e2"),
     ],
 )
-def test_path_size_or_etag_difference_is_changed(current: dict[str, Any], change: str) -> None:
+def test_source_id_size_or_etag_difference_is_changed(current: dict[str, Any], change: str) -> None:
     assert classify(current, history("done")) == (SyncClass.CHANGED, [change])
+
+
+def test_a_path_alone_is_not_a_change() -> None:
+    # 10.11.3+: the row recorded the media source's Path (a symlink's target), the
+    # listing may carry the item's Path (the link): one file, two spellings.
+    assert classify({"path": "/links/a.mkv", "size": 100, "etag": "e1"}, history("done")) == (
+        SyncClass.UNCHANGED,
+        [],
+    )
 
 
 def test_facts_missing_on_either_side_are_not_compared() -> None:
@@ -72,3 +82,13 @@ def test_done_job_without_fingerprint_counts_as_unchanged() -> None:
     assert classify({"path": "/m/x.mkv", "size": 1}, history("done", None))[0] is (
         SyncClass.UNCHANGED
     )
+
+
+def test_only_a_new_etag_at_the_same_size_with_a_recorded_probe_can_be_probed() -> None:
+    recorded = {**SOURCE, "content_probe": "sha256:x"}
+    assert only_time_changed(recorded, {"media_source_id": ITEM, "size": 100, "etag": "e2"})
+    assert not only_time_changed(recorded, {"size": 200, "etag": "e2"})  # new size
+    assert not only_time_changed(SOURCE, {"size": 100, "etag": "e2"})  # nothing to compare
+    assert not only_time_changed(recorded, {"size": 100, "etag": "e1"})  # nothing changed
+    other_source = {"media_source_id": "b" * 32, "size": 100, "etag": "e2"}
+    assert not only_time_changed(recorded, other_source)

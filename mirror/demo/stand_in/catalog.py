@@ -204,6 +204,9 @@ class CatalogItem:
     other_versions: tuple[tuple[str, Path], ...] = ()  # (source id, path), listed first
     omit_size: bool = False
     symlink_bug: bool = False  # 10.11.1-10.11.4: the link's own size, 500 on ranges
+    # 10.11.3+ (jellyfin PR #15263): MediaSources[].Path is a symlink's resolved target,
+    # while the item's own Path stays the link.
+    resolved_source_path: bool = False
     is_folder: bool = False
     parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
     strm_target: str | None = None  # a .strm (`path`): the text it holds, listed as source Path
@@ -266,7 +269,7 @@ class CatalogItem:
             {
                 "Protocol": self.protocol,
                 "Id": source_id,
-                "Path": "http://media.example/stream.mkv" if remote else str(path),
+                "Path": "http://media.example/stream.mkv" if remote else self._source_path(path),
                 "Type": "Default" if own else "Grouping",
                 "Container": None if remote else container,
                 "Size": None if self.omit_size or remote else self._size_of(path, own),
@@ -280,6 +283,10 @@ class CatalogItem:
                 "MediaStreams": self.media_streams(),
             }
         )
+
+    def _source_path(self, path: Path) -> str:
+        """The media source's Path: the link itself, or on 10.11.3+ where it points."""
+        return str(path.resolve() if self.resolved_source_path else path)
 
     def _strm_source(self, ticks: int | None) -> dict[str, Any]:
         """A .strm's media source as BaseItem.GetVersionInfo lists a shortcut: Path its
@@ -384,6 +391,7 @@ class Catalog:
         other_versions: Sequence[Path] = (),
         omit_size: bool = False,
         symlink_bug: bool = False,
+        resolved_source_path: bool = False,
         is_folder: bool = False,
         parent_id: str | None = None,
         strm_target: str | None = None,
@@ -419,6 +427,7 @@ class Catalog:
             other_versions=tuple((uuid.uuid4().hex, Path(p)) for p in other_versions),
             omit_size=omit_size,
             symlink_bug=symlink_bug,
+            resolved_source_path=resolved_source_path,
             is_folder=is_folder,
             parent_id=parent_id,
             strm_target=strm_target,

@@ -14,6 +14,11 @@ import re
 # /Items/{id}/Download still serves the .strm file's text.
 STRM_LOCAL_TARGET_NOT_REMOTE = "10.11.7"
 
+# 10.11.3 (jellyfin PR #15263, "Resolve symlinks for static media source infos"): a
+# media source's Path is a symlink's final target; the item's own Path stays the link.
+# The stand-in's per-item knob is `resolved_source_path`.
+SYMLINK_SOURCE_PATH_RESOLVED = "10.11.3"
+
 
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?(?:-rc(\d+))?")
 # A release sorts after each of its release candidates.
@@ -54,3 +59,8 @@ def strm_is_remote(version: str, target: str) -> bool:
 def strm_protocol(target: str) -> str:
     """MediaSourceManager.GetPathProtocol of the .strm's target: Http for a URL, else File."""
     return "Http" if target.lower().startswith(("http://", "https://")) else "File"
+
+
+def source_path_resolved(version: str) -> bool:
+    """Whether a server of `version` lists a symlinked file's target as its source Path."""
+    return at_least(version, SYMLINK_SOURCE_PATH_RESOLVED)
