@@ -187,3 +187,44 @@ def test_a_size_mismatch_says_what_fixes_a_same_mtime_replacement(
         "refresh the item's metadata in Jellyfin (Refresh metadata > Replace all metadata) "
         "or touch the file and rescan, then retry"
     )
+
+
+# point 8: Size and ETag as Jellyfin's database holds them ----------------------------------
+
+
+def test_a_file_replaced_keeping_its_mtime_is_listed_as_scanned_and_the_download_says_why(
+    jellyfin: JellyfinStandIn, tmp_path: Path
+) -> None:
+    """Every version lists the Size and ETag its last scan stored. A file replaced with
+    its old mtime kept (`cp -p`, rsync -a) keeps the old ETag even after a rescan, and
+    until the rescan also the old Size: the download answers the new length, and the
+    error says what makes Jellyfin read the file again."""
+    item_id, path = _movie(jellyfin, tmp_path)
+    jellyfin.scan(item_id)
+    stamp = path.stat().st_mtime_ns
+    with JellyfinClient(jellyfin.url, jellyfin.api_key, **FAST) as client:
+        scanned = client.get_item(item_id)
+        path.write_bytes(os.urandom(96 * 1024))  # the replacement, same path
+        os.utime(path, ns=(stamp, stamp))  # ... with the old date kept
+        listed = client.get_item(item_id)
+        assert (listed.size, listed.etag) == (64 * 1024, scanned.etag)
+        with pytest.raises(TransientError, match=r"Refresh metadata > Replace all metadata"):
+            client.download(
+                item_id,
+                tmp_path / "out.mkv",
+                expected_size=listed.size,
+                on_progress=lambda progress: None,
+                abort=AbortSignal(),
+            )
+        jellyfin.scan(item_id)
+        rescanned = client.get_item(item_id)
+        # The size moves with the rescan; the ETag (DateModified's MD5) cannot.
+        assert (rescanned.size, rescanned.etag) == (96 * 1024, scanned.etag)
+        client.download(
+            item_id,
+            tmp_path / "again.mkv",
+            expected_size=rescanned.size,
+            on_progress=lambda progress: None,
+            abort=AbortSignal(),
+        )
+    assert (tmp_path / "again.mkv").read_bytes() == path.read_bytes()

@@ -185,6 +185,23 @@ class CatalogLibrary:
 
 
 @dataclass(frozen=True)
+class ScannedFile:
+    """What Jellyfin's database holds of a file since its last scan: BaseItem.Size and
+    DateModified (100 ns ticks). Every version lists these, not the live file, in
+    MediaSources[].Size and ETag (BaseItem.GetVersionInfo: `Size = item.Size`, ETag the
+    MD5 of DateModified's ticks); /Download serves the live file (PhysicalFile). A file
+    replaced without a rescan, or with its old mtime kept, is listed as it was."""
+
+    size: int
+    ticks: int
+
+    @classmethod
+    def of(cls, path: Path) -> ScannedFile:
+        facts = path.stat()
+        return cls(facts.st_size, facts.st_mtime_ns // 100)
+
+
+@dataclass(frozen=True)
 class CatalogItem:
     id: str
     name: str
@@ -211,6 +228,9 @@ class CatalogItem:
     parent_id: str | None = None  # the folder it sits in (an episode's season); else the library
     strm_target: str | None = None  # a .strm (`path`): the text it holds, listed as source Path
     strm_remote: bool = True  # IsRemote of that .strm (see versions.strm_is_remote)
+    # None: Size and ETag follow the live file (a server that rescans every change at
+    # once); set by `Catalog.scan`: what the database holds until the next scan.
+    scanned: ScannedFile | None = None
 
     @property
     def sort_name(self) -> str:
@@ -241,6 +261,8 @@ class CatalogItem:
     def size(self) -> int | None:
         if self.reported_size is not None:
             return self.reported_size
+        if self.scanned is not None:
+            return self.scanned.size
         try:
             if self.symlink_bug:
                 return self.path.lstat().st_size
@@ -275,7 +297,7 @@ class CatalogItem:
                 "Size": None if self.omit_size or remote else self._size_of(path, own),
                 "Name": path.stem,
                 "IsRemote": remote,
-                "ETag": None if remote else _etag_of(path),
+                "ETag": None if remote else self._etag(path, own),
                 "RunTimeTicks": ticks,
                 "SupportsDirectPlay": True,
                 "VideoType": self.video_type,
@@ -306,6 +328,11 @@ class CatalogItem:
                 "MediaStreams": self.media_streams(),
             }
         )
+
+    def _etag(self, path: Path, own: bool) -> str | None:
+        if own and self.scanned is not None:
+            return _etag_of_ticks(self.scanned.ticks)
+        return _etag_of(path)
 
     def _size_of(self, path: Path, own: bool) -> int | None:
         if own:
@@ -552,6 +579,15 @@ class Catalog:
             self._items[item_id] = item
             return item
 
+    def scan(self, item_id: str) -> CatalogItem:
+        """A library scan of the item's file: from now on its listing reports the size
+        and date the file has now, whatever happens to the file until the next scan."""
+        with self._lock:
+            item = self._items[item_id]
+            item = replace(item, scanned=ScannedFile.of(item.path))
+            self._items[item_id] = item
+            return item
+
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran (or not): MediaStreams and RunTimeTicks appear."""
         with self._lock:
@@ -612,6 +648,10 @@ def _etag_of(path: Path) -> str | None:
         ticks = path.stat().st_mtime_ns // 100
     except OSError:
         return None
+    return _etag_of_ticks(ticks)
+
+
+def _etag_of_ticks(ticks: int) -> str:
     return hashlib.md5(str(ticks).encode(), usedforsecurity=False).hexdigest()
 
 

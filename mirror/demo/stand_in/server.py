@@ -220,6 +220,11 @@ class JellyfinStandIn:
             self._webhook.items_removed([old], self.version)
             self._webhook.item_added(new)
 
+    def scan(self, item_id: str) -> None:
+        """Jellyfin's database takes the file's size and date now; the listing keeps them
+        until the next scan (every version: MediaSources Size and ETag are stored)."""
+        self.catalog.scan(item_id)
+
     def mark_probed(self, item_id: str, probed: bool = True) -> None:
         """Jellyfin's ffprobe ran: the item's MediaStreams and RunTimeTicks appear."""
         self._state.catalog.mark_probed(item_id, probed)
