@@ -210,8 +210,14 @@ def test_item_deleted_while_the_first_job_runs_cancels_it_and_leaves_no_objects(
     stack.enqueue(item_id)
     stack.jellyfin.throttle(20_000)  # about 9 s of download
     worker = stack.start_worker("--burst")
+    # Its download under way: a delete before the worker's first request to Jellyfin
+    # would fail the job at once (the item is gone), with nothing to cancel.
     stack.wait_for(
-        lambda: stack.job(item_id).status == "processing", timeout=60, what="the job to start"
+        lambda: (
+            stack.job(item_id).status == "processing" and stack.jellyfin.downloads_bytes_served > 0
+        ),
+        timeout=60,
+        what="the job's download to start",
     )
 
     engine = stack.repo.engine
