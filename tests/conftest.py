@@ -22,6 +22,9 @@ TIMING = {
     "test_live_job_three_times_longer_than_stale_timeout_is_claimed_once",
     "test_paused_worker_cannot_finish_the_job_it_lost",
     "test_live_job_longer_than_stale_timeout_is_never_reclaimed",
+    # A 3 s stale timeout for the rescuer too: beside busy tests its beats can lag past it
+    # (seen once in CI: a third attempt).
+    "test_kill_9_mid_overlap_is_finished_once_by_another_worker",
     "test_a_flood_of_wrong_passwords_leaves_healthz_and_the_webhook_fast",
 }
 # Tests that run many processes at once but time nothing tightly: one after another on a
