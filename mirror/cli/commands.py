@@ -43,6 +43,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Docstrings are wrapped at 100 columns in the source: markdown joins a paragraph's
+    # lines, so `--help` rewraps them to the terminal instead of breaking at each one.
+    rich_markup_mode="markdown",
 )
 db_app = typer.Typer(help="Database schema commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")

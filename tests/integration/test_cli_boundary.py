@@ -48,6 +48,20 @@ def test_debug_is_documented_in_help() -> None:
     assert result.returncode == 0 and "--debug" in result.stdout
 
 
+def test_help_reflows_the_docstrings_paragraphs_to_the_terminal() -> None:
+    """Docstrings are wrapped at 100 columns in the source; `--help` joins a paragraph's
+    lines and wraps them anew (it used to break at every source line as well: ragged)."""
+    result = run_mirror("sync", "--help", COLUMNS="200")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "A run that would remove more than 50 items or 10% of the mirrored items" in text
+    lines = [line.strip(" │") for line in result.stdout.splitlines()]
+    assert any(
+        "A run that would remove more than 50 items or 10% of the mirrored items" in line
+        for line in lines
+    ), result.stdout
+
+
 @pytest.mark.parametrize(
     ("env", "line"),
     [
