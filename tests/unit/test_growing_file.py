@@ -77,8 +77,13 @@ def test_a_start_over_before_any_byte_was_vouched_for_is_no_change(tmp_path: Pat
     path = tmp_path / "source.mkv"
     path.write_bytes(b"stale partial")
     growing = GrowingFile(path, AbortSignal(), writer_reports=True)
-    growing.start_over()  # nobody could have read the stale bytes
-    growing.require_unchanged()
+    growing.start_over()  # nobody could have read the stale bytes: no SourceChanged
+    growing.require_unchanged()  # nor later
+    # The new version's bytes are read as they are vouched for, from byte 0.
+    path.write_bytes(b"new bytes")
+    growing.wrote(9)
+    with growing.open() as reader:
+        assert reader.read_some(65536) == b"new bytes"
 
 
 def test_a_start_over_after_bytes_were_read_fails_writer_and_readers(tmp_path: Path) -> None:
