@@ -65,9 +65,8 @@ def title_of(notification: dict[str, Any]) -> ItemTitle:
 
 
 def _text(value: Any) -> str | None:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return unescape_plugin_text(value).strip()[:500]
+    """The decoded text; ItemTitle makes it one storable line (trimmed, cut to length)."""
+    return unescape_plugin_text(value) if isinstance(value, str) else None
 
 
 def _number(value: Any) -> int | None:
