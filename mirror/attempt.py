@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mirror.errors import (
+    FleetPaused,
     JobCancelled,
     LeaseLost,
     NotReady,
@@ -190,9 +191,10 @@ def _record_fate(
     if isinstance(error, LeaseLost):
         log.warning("stopped, touching nothing: %s", message)
         return Outcome.LEASE_LOST
-    if isinstance(error, ShutdownRequested):
+    if isinstance(error, ShutdownRequested):  # a worker's shutdown, or the fleet's pause
         fence = durably(lambda: queue.release(job_id, token))
-        log.info("released to the queue for shutdown (%s)", fence.value)
+        why = "the fleet is paused" if isinstance(error, FleetPaused) else "shutdown"
+        log.info("released to the queue for %s (%s)", why, fence.value)
         return _fenced(fence, Outcome.RELEASED, log)
     if isinstance(error, NotReady):
         return _wait_until_ready(lease, error, queue, policy, log)

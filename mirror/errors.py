@@ -54,6 +54,11 @@ class ShutdownRequested(AttemptStopped):
     """The worker is shutting down: release the job without using an attempt."""
 
 
+class FleetPaused(ShutdownRequested):
+    """`mirror pause` stopped the whole fleet: release the job like a shutdown does (no
+    attempt used, the partial download kept for the resume)."""
+
+
 class NotReady(MirrorError):
     """The job cannot run yet through nobody's fault: release without using an attempt.
 

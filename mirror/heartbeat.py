@@ -7,6 +7,7 @@ so phases without callbacks never look stale. It stops the attempt through the j
 `AbortSignal` when:
 
 - the row says the job was cancelled, or the lease belongs to someone else now;
+- the fleet is paused (`mirror pause`): the attempt releases its job to the queue;
 - no progress arrived for `stall_timeout` (a hung ffmpeg or a silent socket), unless the
   job is merely waiting its turn (phase `waiting`: a download slot held by others);
 - no beat succeeded for `lease_timeout` (e.g. the process was paused or Postgres was
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from mirror.durations import format_duration
-from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.errors import FleetPaused, JobCancelled, LeaseLost, Stalled
 from mirror.jobs import AttemptStats, Fence
 from mirror.outage import DATABASE_OUTAGE, describe_outage
 from mirror.progress import AbortSignal, Progress
@@ -250,14 +251,16 @@ class Heartbeat:
             if raise_db_errors:
                 raise
             return
-        if fence is Fence.OK:
+        if fence in (Fence.OK, Fence.PAUSED):
             self.writes += 1
             self._last_success = now
             if progress is not None:
                 self._written = progress
+        if fence is Fence.PAUSED:
+            self.abort.trigger(FleetPaused("the fleet was paused (mirror pause)"))
         elif fence is Fence.CANCELLED:
             self.abort.trigger(JobCancelled("job was cancelled"))
-        else:
+        elif fence is not Fence.OK:
             self.abort.trigger(LeaseLost("lease lost: another attempt owns the job now"))
 
     def _as_json(self, progress: Progress | None) -> dict[str, Any] | None:

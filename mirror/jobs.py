@@ -11,7 +11,7 @@ import enum
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from mirror.errors import MirrorError
 from mirror.item import title_label
@@ -125,6 +125,67 @@ class Fence(enum.Enum):
     OK = "ok"
     CANCELLED = "cancelled"  # the job was cancelled: stop, leave it cancelled
     LEASE_LOST = "lease_lost"  # another attempt owns the job (or it was reset): touch nothing
+    # Only from `heartbeat`: the beat was written, but the fleet is paused (`mirror pause`),
+    # so the attempt releases its job to the queue without using an attempt.
+    PAUSED = "paused"
+
+
+class FleetMode(enum.StrEnum):
+    """What every worker of the fleet may do now (`mirror pause`, `mirror resume`)."""
+
+    RUNNING = "running"  # claims go on
+    PAUSED = "paused"  # no claims; running jobs are released at their next heartbeat
+    DRAINING = "draining"  # no claims; running jobs finish
+
+
+@dataclass(frozen=True, slots=True)
+class FleetState:
+    """The fleet's mode, who set it when (and why), and the jobs it concerns right now."""
+
+    mode: FleetMode
+    changed_at: datetime | None
+    changed_by: str | None
+    reason: str | None
+    running: int  # jobs `processing` now
+    queued: int  # jobs `new` (due or waiting for their run_after)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "paused": self.mode is FleetMode.PAUSED,
+            "draining": self.mode is FleetMode.DRAINING,
+            "changed_at": self.changed_at.isoformat() if self.changed_at else None,
+            "changed_by": self.changed_by,
+            "reason": self.reason,
+            "running": self.running,
+            "queued": self.queued,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FleetChange:
+    """What `pause`/`resume` did: the mode before, and the state after."""
+
+    before: FleetMode
+    state: FleetState
+
+    @property
+    def changed(self) -> bool:
+        return self.before is not self.state.mode
+
+
+class FleetControl(Protocol):
+    """Read and set the fleet's mode (Postgres: JobRepository; the fakes: InMemoryJobQueue).
+
+    The workers need no method of it: their claim refuses while the fleet is not
+    running, and their heartbeat answers `Fence.PAUSED` while it is paused.
+    """
+
+    def fleet_state(self) -> FleetState: ...
+
+    def set_fleet_mode(
+        self, mode: FleetMode, *, changed_by: str, reason: str | None = None
+    ) -> FleetChange: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from mirror.active_hours import ActiveHours, parse_active_hours
 from mirror.durations import (
     format_duration,
     parse_duration,
@@ -136,6 +137,9 @@ class Settings(BaseSettings):
     reap_interval: Duration | None = None
     shutdown_grace: Duration = 30.0
     max_attempts: int = Field(default=3, ge=1)
+    # When this worker may claim jobs, in its local time (TZ): `01:00-07:00`, over
+    # midnight `22:00-06:00`, or a comma list; empty: any time (mirror.active_hours).
+    active_hours: str = ""
     concurrency: int = Field(default=1, ge=1, le=64)
     retry_backoff: Duration = 30.0
     # Jellyfin probes new files in its library scan, which can take hours on a big library.
@@ -266,6 +270,11 @@ class Settings(BaseSettings):
                 ) from None
         return proxies
 
+    @field_validator("active_hours")
+    @classmethod
+    def _windows(cls, value: str) -> str:
+        return str(parse_active_hours(value))
+
     @field_validator("s3_prefix")
     @classmethod
     def _strip_slashes(cls, prefix: str) -> str:
@@ -283,6 +292,11 @@ class Settings(BaseSettings):
         ]
         password = url_password(self.database_url)
         return values + ([password] if password else [])
+
+    @property
+    def active_windows(self) -> ActiveHours:
+        """MIRROR_ACTIVE_HOURS parsed (checked at load, so this never raises)."""
+        return parse_active_hours(self.active_hours)
 
     @property
     def effective_reap_interval(self) -> float:

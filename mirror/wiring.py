@@ -314,6 +314,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         stale_timeout=settings.stale_timeout,
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
+        active_hours=settings.active_windows,
     )
     listen = JobListener(settings.database_url_required, reconnect_s=settings.poll_interval)
     return Worker(repo, run_one, config, listen=listen)

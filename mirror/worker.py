@@ -4,6 +4,9 @@ Jobs run in threads (one per slot); the loop itself only claims, reaps and waits
 wakes on NOTIFY from enqueue (a listener thread), when a slot frees, and at least every
 poll_interval. On SIGTERM/SIGINT it stops claiming, gives running jobs shutdown_grace to
 finish, then aborts them; each aborted attempt puts its job straight back to `new`.
+
+It claims nothing while the fleet is paused or draining (the claim itself refuses:
+`mirror pause`), nor outside its MIRROR_ACTIVE_HOURS, where running jobs finish.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import time as TimeOfDay
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
+from mirror.active_hours import ActiveHours
 from mirror.attempt import Outcome
 from mirror.errors import ShutdownRequested
 from mirror.jobs import Fence, JobNotFound, JobRecord, Lease, Rescued
@@ -37,12 +43,21 @@ AttemptRunner = Callable[[Lease, AbortSignal], Outcome]
 # Runs in the listener thread until the second event is set; sets the first on enqueue
 # (mirror.db.listen.JobListener: LISTEN on the job channel).
 Listen = Callable[[threading.Event, threading.Event], None]
+# The local time of day, for MIRROR_ACTIVE_HOURS (tests pass their own).
+TimeOfDayClock = Callable[[], TimeOfDay]
+
+
+def local_time_of_day() -> TimeOfDay:
+    """Now in the process's local time zone (TZ)."""
+    return datetime.now().astimezone().time()
 
 
 class JobQueue(Protocol):
     """The queue statements the worker needs; JobRepository satisfies it."""
 
-    def claim_next(self, worker_id: str) -> Lease | None: ...
+    def claim_next(self, worker_id: str) -> Lease | None:
+        """The next due job, or None: nothing is due, or the fleet is paused or draining."""
+        ...
 
     def return_stale_to_new(self, stale_timeout_s: float) -> list[Rescued]: ...
 
@@ -65,6 +80,8 @@ class WorkerConfig:
     # After the grace, how long aborted attempts get to release their own jobs before the
     # worker releases them itself (an attempt stuck in a call that ignores the abort).
     abort_wait: float = 10.0
+    # MIRROR_ACTIVE_HOURS: outside them no claims, running jobs finish. Empty: always.
+    active_hours: ActiveHours = field(default_factory=ActiveHours)
 
 
 @dataclass
@@ -83,8 +100,11 @@ class Worker:
         config: WorkerConfig,
         *,
         listen: Listen | None = None,
+        time_of_day: TimeOfDayClock = local_time_of_day,
     ) -> None:
         self.repo = repo
+        self.time_of_day = time_of_day
+        self._in_hours: bool | None = None  # last seen, to log each change once
         self.run_attempt = run_attempt
         self.config = config
         self.listen = listen
@@ -153,6 +173,8 @@ class Worker:
     # -- the loop's steps ----------------------------------------------------------------
 
     def _fill_slots(self) -> bool:
+        if not self._within_active_hours():
+            return False
         claimed = False
         for slot_number in range(self.config.concurrency):
             if slot_number in self._slots or self._stopping.is_set():
@@ -167,6 +189,25 @@ class Worker:
             self._start(slot_number, lease)
             claimed = True
         return claimed
+
+    def _within_active_hours(self) -> bool:
+        """MIRROR_ACTIVE_HOURS allow claims now; says so in the log when that changes."""
+        hours = self.config.active_hours
+        if hours.always:
+            return True
+        now = self.time_of_day()
+        inside = hours.is_open(now)
+        if inside != self._in_hours:
+            if inside:
+                log.info("within MIRROR_ACTIVE_HOURS=%s: claiming jobs", hours)
+            else:
+                log.info(
+                    "outside MIRROR_ACTIVE_HOURS=%s: no new claims until %s; running jobs finish",
+                    hours,
+                    hours.next_opening(now),
+                )
+            self._in_hours = inside
+        return inside
 
     def _start(self, slot_number: int, lease: Lease) -> None:
         abort = AbortSignal()

@@ -1,7 +1,9 @@
 """The life of a lease: the claim, the attempt's heartbeat, and the reaper of stale ones.
 
 Postgres' `now()` is the only clock for job times, so workers on hosts with skewed
-clocks still agree on what is stale.
+clocks still agree on what is stale. The fleet's row (`mirror pause`) is read in the
+same statements: a claim takes nothing unless the fleet runs, and a heartbeat answers
+`PAUSED` when running jobs must go back to the queue.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from mirror.db.engine import raises_unavailable
-from mirror.db.fencing import as_json, fenced_update, notify_workers, record_of
+from mirror.db.fencing import as_json, notify_workers, record_of, why_fenced
 from mirror.db.records import Fence, JobRecord, Lease, Rescued
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
+from mirror.db.schema import FLEET as _FLEET
 from mirror.db.schema import JOBS as _JOBS
+from mirror.jobs import FleetMode
 
 
 @raises_unavailable
@@ -33,6 +37,7 @@ class JobLeases:
                     WITH next AS (
                         SELECT id FROM {_JOBS}
                         WHERE status = 'new' AND run_after <= now()
+                          AND NOT EXISTS (SELECT 1 FROM {_FLEET} WHERE mode <> 'running')
                         ORDER BY priority DESC, run_after
                         LIMIT 1
                         FOR UPDATE SKIP LOCKED
@@ -70,15 +75,25 @@ class JobLeases:
     def heartbeat(
         self, job_id: uuid.UUID, token: uuid.UUID, progress: dict[str, Any] | None
     ) -> Fence:
-        """Record a sign of life (and the latest progress, if given) of the attempt."""
-        return fenced_update(
-            self.engine,
-            job_id,
-            token,
-            """heartbeat_at = now(),
-               heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data)""",
-            {"progress": as_json(progress)},
-        )
+        """Record a sign of life (and the latest progress, if given) of the attempt;
+        `PAUSED` (written all the same) when the fleet is paused."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                text(
+                    f"""
+                    UPDATE {_JOBS}
+                    SET heartbeat_at = now(),
+                        heartbeat_data = COALESCE(CAST(:progress AS jsonb), heartbeat_data),
+                        updated_at = now()
+                    WHERE id = :id AND status = 'processing' AND lease_token = :token
+                    RETURNING (SELECT mode FROM {_FLEET}) AS fleet_mode
+                    """
+                ),
+                {"id": job_id, "token": token, "progress": as_json(progress)},
+            ).first()
+            if row is None:
+                return why_fenced(conn, job_id, token)
+        return Fence.PAUSED if row.fleet_mode == FleetMode.PAUSED else Fence.OK
 
     def return_stale_to_new(self, stale_timeout_s: float) -> list[Rescued]:
         """Jobs whose worker stopped beating go back to `new` (or `failed` when out of attempts).

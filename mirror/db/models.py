@@ -21,6 +21,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     Numeric,
+    SmallInteger,
     Table,
     Text,
     Uuid,
@@ -201,4 +202,19 @@ ended_sessions = Table(
     Base.metadata,
     Column("session_id", Text, primary_key=True),
     Column("expires_at", DateTime(timezone=True), nullable=False, index=True),
+)
+
+
+# The fleet's one row (migration 0011; mirror/db/fleet.py): `running`, `paused` or
+# `draining`, read by every claim and returned by every heartbeat.
+fleet = Table(
+    "fleet",
+    Base.metadata,
+    Column("id", SmallInteger, primary_key=True, server_default=text("1")),
+    Column("mode", Text, nullable=False, server_default=text("'running'")),
+    Column("changed_at", DateTime(timezone=True)),
+    Column("changed_by", Text),
+    Column("reason", Text),
+    CheckConstraint("id = 1", name="one_row"),
+    CheckConstraint("mode IN ('running', 'paused', 'draining')", name="mode"),
 )

@@ -2,8 +2,8 @@
 
 The statements live by concern, each named after what it does: the lease's life
 (`leases`: claim, heartbeat, reaper), how an attempt ends (`end_states`), what people
-do to the queue (`intake`: enqueue, cancel, retry), reads (`job_reads`) and the items'
-titles (`titles`). Every
+do to the queue (`intake`: enqueue, cancel, retry), reads (`job_reads`), the items'
+titles (`titles`) and the fleet's pause (`fleet`). Every
 statement that changes a claimed job is fenced by its `lease_token` (`fencing`).
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from mirror.db.end_states import NOT_READY_MAX_DELAY_S, JobEndStates
+from mirror.db.fleet import JobFleet
 from mirror.db.intake import JobIntake
 from mirror.db.job_reads import JobReads
 from mirror.db.leases import JobLeases
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-class JobRepository(JobIntake, JobLeases, JobEndStates, JobReads, JobTitles):
+class JobRepository(JobIntake, JobLeases, JobEndStates, JobReads, JobTitles, JobFleet):
     """The queue's statements; each method is one short transaction."""
 
     def __init__(self, engine: Engine) -> None:

@@ -11,6 +11,7 @@ __all__ = [
     "ACTIVE_STATUSES",
     "ATTEMPTS",
     "COUNTERS",
+    "FLEET",
     "JOBS",
     "NOTIFY_CHANNEL",
     "SCHEMA",
@@ -23,6 +24,7 @@ SCHEMA = "media_mirror"
 JOBS = f"{SCHEMA}.jobs"
 ATTEMPTS = f"{SCHEMA}.job_attempts"
 COUNTERS = f"{SCHEMA}.counters"
+FLEET = f"{SCHEMA}.fleet"
 # enqueue NOTIFYs it; a worker's LISTEN connection (mirror.db.listen) wakes its claim loop.
 NOTIFY_CHANNEL = "media_mirror_jobs"
 # What the title search matches (ILIKE), exactly as ix_jobs_title_search indexes it

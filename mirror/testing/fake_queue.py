@@ -20,6 +20,9 @@ from mirror.item import ItemTitle, normalize_item_id
 from mirror.jobs import (
     AttemptStats,
     Fence,
+    FleetChange,
+    FleetMode,
+    FleetState,
     JobNotFound,
     JobRecord,
     JobStateError,
@@ -57,6 +60,13 @@ class InMemoryJobQueue:
         self._lock = threading.RLock()
         # Raise this from every statement while set (e.g. DatabaseUnavailable).
         self.fail_with: BaseException | None = None
+        # The fleet's row (mirror.db.fleet): mode, changed_at, changed_by, reason.
+        self._fleet: tuple[FleetMode, datetime | None, str | None, str | None] = (
+            FleetMode.RUNNING,
+            None,
+            None,
+            None,
+        )
 
     # -- people's commands --------------------------------------------------------------
 
@@ -129,11 +139,39 @@ class InMemoryJobQueue:
         with self._lock:
             self._set(job_id, heartbeat_at=_now() - timedelta(seconds=seconds))
 
+    # -- FleetControl -------------------------------------------------------------------
+
+    def fleet_state(self) -> FleetState:
+        with self._lock:
+            self._check()
+            mode, changed_at, changed_by, reason = self._fleet
+            statuses = [job.status for job in self._jobs.values()]
+            return FleetState(
+                mode=mode,
+                changed_at=changed_at,
+                changed_by=changed_by,
+                reason=reason,
+                running=statuses.count("processing"),
+                queued=statuses.count("new"),
+            )
+
+    def set_fleet_mode(
+        self, mode: FleetMode, *, changed_by: str, reason: str | None = None
+    ) -> FleetChange:
+        with self._lock:
+            self._check()
+            before = self._fleet[0]
+            if before is not mode:
+                self._fleet = (mode, _now(), changed_by, reason)
+            return FleetChange(before=before, state=self.fleet_state())
+
     # -- JobQueue -----------------------------------------------------------------------
 
     def claim_next(self, worker_id: str) -> Lease | None:
         with self._lock:
             self._check()
+            if self._fleet[0] is not FleetMode.RUNNING:
+                return None
             now = _now()
             due = [j for j in self._jobs.values() if j.status == "new" and j.run_after <= now]
             if not due:
@@ -206,6 +244,8 @@ class InMemoryJobQueue:
                     heartbeat_at=_now(),
                     heartbeat_data=progress if progress is not None else job.heartbeat_data,
                 )
+                if self._fleet[0] is FleetMode.PAUSED:
+                    return Fence.PAUSED
             return fence
 
     def mark_done(
