@@ -9,11 +9,21 @@ them a worker claims nothing and lets its running jobs finish (a drain).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import time
+from datetime import datetime, time
 
 _WINDOW = re.compile(r"^(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})$")
 _MINUTES_PER_DAY = 24 * 60
+
+# The local time of day (tests pass their own clock).
+TimeOfDayClock = Callable[[], time]
+
+
+def local_time_of_day() -> time:
+    """Now in the process's local time zone: the TZ environment variable, else the
+    system's (a container's is UTC unless TZ is set)."""
+    return datetime.now().astimezone().time()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
-from datetime import time as TimeOfDay
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-from mirror.active_hours import ActiveHours
+from mirror.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
 from mirror.attempt import Outcome
 from mirror.errors import ShutdownRequested
 from mirror.jobs import Fence, JobNotFound, JobRecord, Lease, Rescued
@@ -43,13 +41,6 @@ AttemptRunner = Callable[[Lease, AbortSignal], Outcome]
 # Runs in the listener thread until the second event is set; sets the first on enqueue
 # (mirror.db.listen.JobListener: LISTEN on the job channel).
 Listen = Callable[[threading.Event, threading.Event], None]
-# The local time of day, for MIRROR_ACTIVE_HOURS (tests pass their own).
-TimeOfDayClock = Callable[[], TimeOfDay]
-
-
-def local_time_of_day() -> TimeOfDay:
-    """Now in the process's local time zone (TZ)."""
-    return datetime.now().astimezone().time()
 
 
 class JobQueue(Protocol):

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mirror import wiring
-from mirror.cli import converge
+from mirror.cli import converge, fleet, fleet_views
 from mirror.cli.boundary import fail, fail_unexpectedly
 from mirror.cli.malloc import limit_malloc_arenas
 from mirror.cli.views import job_details, jobs_table
@@ -292,10 +292,14 @@ def jobs(
             raise UsageProblem("--watch draws a live table; it does not combine with --json")
         _watch_jobs(status, limit, search)
         return
-    records = database().jobs.list(status=status, limit=limit, search=search)
+    repo = database().jobs
+    records = repo.list(status=status, limit=limit, search=search)
     if as_json:
         _print_json([record.to_json() for record in records])
     else:
+        held_back = fleet_views.banner(repo.fleet_state(), settings().active_windows)
+        if held_back:
+            typer.echo(held_back)
         stdout.print(jobs_table(records))
 
 
@@ -420,6 +424,8 @@ converge.register(
     db_app,
     converge.Context(settings=settings, database=database, usage_error=UsageProblem, stdout=stdout),
 )
+
+fleet.register(app, fleet.Context(settings=settings, database=database, usage_error=UsageProblem))
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine, text
 
 from mirror.db.counters import PHASES, Totals, count_due, fold, read_totals
 from mirror.db.engine import find_schema_problem
+from mirror.db.schema import FLEET as _FLEET
 from mirror.db.schema import JOBS as _JOBS
 
 
@@ -59,6 +60,8 @@ class QueueSnapshot:
     # `new` jobs released because they are not ready, by what they wait for (the phase
     # their heartbeat_data shows: "waiting for disk", "waiting for Jellyfin to probe").
     waiting: dict[str, int] = field(default_factory=dict)
+    # The fleet's mode (`mirror pause`): running, paused or draining.
+    fleet_mode: str = "running"
 
 
 class QueueStats:
@@ -97,7 +100,13 @@ class QueueStats:
                 phases=phases,
                 running=self._running(conn, running_limit),
                 waiting=self._count_waiting(conn),
+                fleet_mode=self._fleet_mode(conn),
             )
+
+    @staticmethod
+    def _fleet_mode(conn: Connection) -> str:
+        mode = conn.execute(text(f"SELECT mode FROM {_FLEET} WHERE id = 1")).scalar()
+        return str(mode or "running")
 
     @staticmethod
     def _count_waiting(conn: Connection) -> dict[str, int]:

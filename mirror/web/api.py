@@ -3,8 +3,9 @@
 Reads go through `DashboardQueries` (indexed, fast at a million jobs), actions through
 `JobRepository`, the same operations as `mirror cancel`, `mirror retry` and `mirror
 enqueue`. Every answer passes through `redact`; the lease token never leaves the row.
-Errors: 400 bad input, 401 no login, 403 read-only or CSRF, 404 unknown job, 409 the
-job's status forbids the action.
+The fleet's pause (`/api/fleet`, `.../pause`, `.../resume`) is `mirror pause` and
+`mirror resume`. Errors: 400 bad input, 401 no login, 403 read-only or CSRF, 404 unknown
+job, 409 the job's status forbids the action.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
+from mirror.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
+from mirror.cli.fleet_views import MAX_REASON, change_line
+from mirror.cli.fleet_views import banner as fleet_banner
 from mirror.cli.views import phase_eta, speed_text
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
 from mirror.db.records import JobNotFound, JobRecord, JobStateError
 from mirror.db.repository import JobRepository
-from mirror.jobs import STATUSES
+from mirror.jobs import STATUSES, FleetMode, FleetState
 from mirror.redact import redact
 from mirror.web.auth import (
     CSRF_HEADER,
@@ -111,8 +115,12 @@ class DashboardApi:
         *,
         stale_timeout_s: float,
         max_attempts: int = 3,
+        active_hours: ActiveHours | None = None,
+        time_of_day: TimeOfDayClock = local_time_of_day,
     ) -> None:
         self.jobs = jobs
+        self.active_hours = active_hours or ActiveHours()
+        self.time_of_day = time_of_day
         self.queries = queries
         self.attempts = attempts
         self.auth = auth
@@ -141,6 +149,9 @@ class DashboardApi:
                 methods=post,
             ),
             Rule("/api/enqueue", endpoint=self.guard(self.enqueue, action=True), methods=post),
+            Rule("/api/fleet", endpoint=self.guard(self.fleet), methods=get),
+            Rule("/api/fleet/pause", endpoint=self.guard(self.pause, action=True), methods=post),
+            Rule("/api/fleet/resume", endpoint=self.guard(self.resume, action=True), methods=post),
         ]
 
     def access(self, request: Request) -> Access:
@@ -239,9 +250,25 @@ class DashboardApi:
             "stale_timeout_s": self.stale_timeout_s,
             "running": [job_json(r, view.now) for r in view.running],
             "failures": [job_json(r, view.now) for r in view.failures],
+            "fleet": self.fleet_json(),
             "can_act": access.can_act,
             "login_required": access.login_required,
         }
+
+    def fleet_json(self, state: FleetState | None = None) -> dict[str, Any]:
+        """The fleet's mode (`mirror pause`) and this process's MIRROR_ACTIVE_HOURS."""
+        state = state if state is not None else self.jobs.fleet_state()
+        hours = self.active_hours
+        now = self.time_of_day()
+        return {
+            **state.to_json(),
+            "active_hours": None if hours.always else str(hours),
+            "active_hours_open": None if hours.always else hours.is_open(now),
+            "banner": fleet_banner(state, hours, now),
+        }
+
+    def fleet(self, request: Request, access: Access) -> Response:
+        return json_response({"fleet": self.fleet_json()})
 
     def list_jobs(self, request: Request, access: Access) -> Response:
         """`?status=&limit=&cursor=&q=`: `q` keeps jobs whose series or item name holds it."""
@@ -288,6 +315,32 @@ class DashboardApi:
 
     def retry(self, request: Request, access: Access, job_id: uuid.UUID) -> Response:
         return json_response({"job": job_json(self.jobs.retry(job_id), datetime.now(UTC))})
+
+    def pause(self, request: Request, access: Access) -> Response:
+        """`{"drain": false, "reason": "..."}`: as `mirror pause [--drain] [--reason]`."""
+        body = read_body(request)
+        drain, reason = body.get("drain", False), body.get("reason")
+        if not isinstance(drain, bool):
+            raise ApiError(400, "drain must be true or false")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
+            raise ApiError(400, f"reason must be text of at most {MAX_REASON} characters")
+        mode = FleetMode.DRAINING if drain else FleetMode.PAUSED
+        return self._set_fleet(request, mode, (reason or "").strip() or None)
+
+    def resume(self, request: Request, access: Access) -> Response:
+        """As `mirror resume`: claims go on, idle workers wake."""
+        return self._set_fleet(request, FleetMode.RUNNING, None)
+
+    def _set_fleet(self, request: Request, mode: FleetMode, reason: str | None) -> Response:
+        by = f"dashboard ({request.remote_addr or '?'})"
+        change = self.jobs.set_fleet_mode(mode, changed_by=by, reason=reason)
+        return json_response(
+            {
+                "changed": change.changed,
+                "message": change_line(change),
+                "fleet": self.fleet_json(change.state),
+            }
+        )
 
     def enqueue(self, request: Request, access: Access) -> Response:
         """`{"item_id": ..., "priority": 0}`: a new job, or the item's active one."""

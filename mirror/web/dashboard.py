@@ -39,6 +39,7 @@ def dashboard_api(
         ui_auth(settings, ended),
         stale_timeout_s=settings.stale_timeout,
         max_attempts=settings.max_attempts,
+        active_hours=settings.active_windows,
     )
 
 

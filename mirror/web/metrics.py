@@ -23,9 +23,11 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from mirror.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
 from mirror.db.engine import describe_database_error
 from mirror.db.stats import QueueSnapshot, QueueStats
 from mirror.errors import InsufficientSpace
+from mirror.jobs import FleetMode
 from mirror.logs import get_logger
 from mirror.sources import WAITING_FOR_PROBE
 
@@ -42,8 +44,15 @@ log = get_logger("mirror.metrics")
 class QueueCollector(Collector):
     """Turns one `QueueSnapshot` per scrape into metric families."""
 
-    def __init__(self, stats: QueueStats) -> None:
+    def __init__(
+        self,
+        stats: QueueStats,
+        active_hours: ActiveHours | None = None,
+        time_of_day: TimeOfDayClock = local_time_of_day,
+    ) -> None:
         self.stats = stats
+        self.active_hours = active_hours
+        self.time_of_day = time_of_day
 
     def describe(self) -> Iterable[Metric]:
         # Nothing to describe up front: registering must not query the database.
@@ -61,6 +70,7 @@ class QueueCollector(Collector):
             )
             log.warning("metrics: database unavailable: %s", problem)
             yield _gauge("mirror_database_up", "1 when the last scrape could read Postgres.", 0)
+            yield from self._active_hours()
             return
         yield _gauge("mirror_database_up", "1 when the last scrape could read Postgres.", 1)
         yield _gauge(
@@ -69,6 +79,17 @@ class QueueCollector(Collector):
             time.monotonic() - began,
         )
         yield from snapshot_metrics(snapshot)
+        yield from self._active_hours()
+
+    def _active_hours(self) -> Iterator[Metric]:
+        """Only when this process has MIRROR_ACTIVE_HOURS (workers may differ)."""
+        if self.active_hours is None or self.active_hours.always:
+            return
+        yield _gauge(
+            "mirror_active_hours_open",
+            "1 while MIRROR_ACTIVE_HOURS of this serve process allow claims (its local time).",
+            int(self.active_hours.is_open(self.time_of_day())),
+        )
 
 
 def snapshot_metrics(snapshot: QueueSnapshot) -> Iterator[Metric]:
@@ -78,6 +99,16 @@ def snapshot_metrics(snapshot: QueueSnapshot) -> Iterator[Metric]:
         jobs.add_metric([status], count)
     yield jobs
     yield _gauge("mirror_jobs_due", "New jobs whose run_after has passed.", snapshot.due)
+    yield _gauge(
+        "mirror_paused",
+        "1 while the fleet is paused (mirror pause): no claims, running jobs released.",
+        int(snapshot.fleet_mode == FleetMode.PAUSED),
+    )
+    yield _gauge(
+        "mirror_draining",
+        "1 while the fleet drains (mirror pause --drain): no claims, running jobs finish.",
+        int(snapshot.fleet_mode == FleetMode.DRAINING),
+    )
     yield _gauge(
         "mirror_oldest_due_job_age_seconds",
         "How long the oldest claimable job has waited (0 when none).",
@@ -140,10 +171,10 @@ def snapshot_metrics(snapshot: QueueSnapshot) -> Iterator[Metric]:
     )
 
 
-def build_registry(stats: QueueStats) -> CollectorRegistry:
+def build_registry(stats: QueueStats, active_hours: ActiveHours | None = None) -> CollectorRegistry:
     """A registry of our own (not the global one), so several apps can live in one process."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(stats))
+    registry.register(QueueCollector(stats, active_hours))
     return registry
 
 

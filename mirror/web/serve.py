@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
+from mirror.active_hours import ActiveHours
 from mirror.db.engine import describe_database_error
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
@@ -93,6 +94,7 @@ class MirrorWeb:
         player: Player | None = None,
         metrics_token: str | None = None,
         library: LibraryBoard | None = None,
+        active_hours: ActiveHours | None = None,
     ) -> None:
         self.jobs = jobs
         self.metrics_token = metrics_token
@@ -101,7 +103,7 @@ class MirrorWeb:
         self.stats = stats
         self.webhook = webhook
         self.remover = remover
-        self.registry = metrics.build_registry(stats)
+        self.registry = metrics.build_registry(stats, active_hours)
         self.deletions = Counter(
             "mirror_webhook_item_deleted",
             "ItemDeleted deliveries by what was done: noted, removed, cancelled, held back, "
@@ -383,7 +385,17 @@ def web_app(settings: Settings, db: Database) -> WSGIApplication:
     )
     library = library_board(settings, db, jellyfin)
     token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
-    web = MirrorWeb(db.jobs, db.stats, policy, remover, dashboard, player, token, library)
+    web = MirrorWeb(
+        db.jobs,
+        db.stats,
+        policy,
+        remover,
+        dashboard,
+        player,
+        token,
+        library,
+        active_hours=settings.active_windows,
+    )
     return behind_proxies(web, settings.trusted_proxies)
 
 

@@ -104,6 +104,21 @@
     }
   }
 
+  // The fleet's pause (mirror pause / resume): its mode, why, and the button of the mode
+  // it is in turned off.
+  function drawFleet(fleet) {
+    const section = document.getElementById("fleet");
+    section.dataset.mode = fleet.mode;
+    const badge = document.getElementById("fleet-mode");
+    badge.textContent = fleet.mode;
+    badge.className = "badge fleet-" + fleet.mode;
+    document.getElementById("fleet-banner").textContent = fleet.banner || "";
+    const current = { paused: "fleet-pause", draining: "fleet-drain", running: "fleet-resume" }[fleet.mode];
+    for (const id of ["fleet-pause", "fleet-drain", "fleet-resume"]) {
+      document.getElementById(id).disabled = !canAct || id === current;
+    }
+  }
+
   const ITEM_ID = /^([0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
   const WHOLE = { Series: "Mirror series", Season: "Mirror season", Library: "Mirror library" };
 
@@ -168,6 +183,7 @@
     document.getElementById("oldest").textContent = view.due ? duration(view.oldest_due_age_s) : "-";
     document.getElementById("hour-jobs").textContent = view.last_hour.jobs_done;
     document.getElementById("hour-bytes").textContent = bytes(view.last_hour.bytes_uploaded);
+    drawFleet(view.fleet);
     drawRunning(view.running, view.stale_timeout_s);
     drawFailures(view.failures);
   }
@@ -206,6 +222,10 @@
         section.hidden = false;
       });
     });
+    const fleetDone = (answer) => { say(answer.message); drawFleet(answer.fleet); refresh(); };
+    document.getElementById("fleet-pause").addEventListener("click", () => act("POST", "/api/fleet/pause", { drain: false }, fleetDone));
+    document.getElementById("fleet-drain").addEventListener("click", () => act("POST", "/api/fleet/pause", { drain: true }, fleetDone));
+    document.getElementById("fleet-resume").addEventListener("click", () => act("POST", "/api/fleet/resume", {}, fleetDone));
     for (const button of document.querySelectorAll("button.act")) button.disabled = !canAct;
     poll(refresh);
   }
