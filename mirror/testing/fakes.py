@@ -10,7 +10,7 @@ import threading
 import uuid
 from typing import Any
 
-from mirror.jobs import Fence
+from mirror.jobs import Fence, FleetMode
 
 
 class InMemoryBeatQueue:
@@ -26,6 +26,7 @@ class InMemoryBeatQueue:
         self.progress: dict[str, Any] | None = None
         self.writes = 0
         self.fail_with: BaseException | None = None
+        self.fleet = FleetMode.RUNNING  # `mirror pause`: PAUSED answers Fence.PAUSED
         self._lock = threading.Lock()
 
     def heartbeat(
@@ -38,7 +39,7 @@ class InMemoryBeatQueue:
                 self.writes += 1
                 if progress is not None:
                     self.progress = progress
-                return Fence.OK
+                return Fence.PAUSED if self.fleet is FleetMode.PAUSED else Fence.OK
             if self.status == "cancelled" and token == self.token:
                 return Fence.CANCELLED
             return Fence.LEASE_LOST
@@ -46,6 +47,10 @@ class InMemoryBeatQueue:
     def cancel(self) -> None:
         with self._lock:
             self.status = "cancelled"
+
+    def set_fleet_mode(self, mode: FleetMode) -> None:
+        with self._lock:
+            self.fleet = mode
 
     def take_over(self) -> None:
         """Another attempt claims the job: the old token no longer works."""

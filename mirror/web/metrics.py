@@ -171,10 +171,14 @@ def snapshot_metrics(snapshot: QueueSnapshot) -> Iterator[Metric]:
     )
 
 
-def build_registry(stats: QueueStats, active_hours: ActiveHours | None = None) -> CollectorRegistry:
+def build_registry(
+    stats: QueueStats,
+    active_hours: ActiveHours | None = None,
+    time_of_day: TimeOfDayClock = local_time_of_day,
+) -> CollectorRegistry:
     """A registry of our own (not the global one), so several apps can live in one process."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(stats, active_hours))
+    registry.register(QueueCollector(stats, active_hours, time_of_day))
     return registry
 
 

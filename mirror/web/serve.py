@@ -21,7 +21,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.active_hours import ActiveHours
+from mirror.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
 from mirror.db.engine import describe_database_error
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
@@ -95,6 +95,7 @@ class MirrorWeb:
         metrics_token: str | None = None,
         library: LibraryBoard | None = None,
         active_hours: ActiveHours | None = None,
+        time_of_day: TimeOfDayClock = local_time_of_day,
     ) -> None:
         self.jobs = jobs
         self.metrics_token = metrics_token
@@ -103,7 +104,7 @@ class MirrorWeb:
         self.stats = stats
         self.webhook = webhook
         self.remover = remover
-        self.registry = metrics.build_registry(stats, active_hours)
+        self.registry = metrics.build_registry(stats, active_hours, time_of_day)
         self.deletions = Counter(
             "mirror_webhook_item_deleted",
             "ItemDeleted deliveries by what was done: noted, removed, cancelled, held back, "

@@ -24,7 +24,7 @@ from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.errors import PermanentError, ShutdownRequested, TransientError
 from mirror.jellyfin.client import JellyfinClient
-from mirror.jobs import AttemptStats, Fence, Lease, Mirrored
+from mirror.jobs import AttemptStats, Fence, FleetMode, Lease, Mirrored
 from mirror.objects import Upload
 from mirror.pipeline import MediaServer, ObjectStore
 from mirror.progress import AbortSignal, Progress
@@ -48,6 +48,7 @@ class BeatSubject:
     token: uuid.UUID
     cancel: Callable[[], object]
     take_over: Callable[[], object]
+    set_fleet: Callable[[FleetMode], object]
 
 
 def real_queue(repo: JobRepository) -> BeatSubject:
@@ -65,6 +66,7 @@ def real_queue(repo: JobRepository) -> BeatSubject:
         token=lease.token,
         cancel=lambda: repo.cancel(lease.job_id),
         take_over=take_over,
+        set_fleet=lambda mode: repo.set_fleet_mode(mode, changed_by="test"),
     )
 
 
@@ -77,6 +79,7 @@ def fake_queue(repo: JobRepository) -> BeatSubject:
         token=token,
         cancel=fake.cancel,
         take_over=fake.take_over,
+        set_fleet=fake.set_fleet_mode,
     )
 
 
@@ -89,6 +92,20 @@ def test_heartbeat_fences_the_same_way(
     assert subject.beat(subject.job_id, uuid.uuid4()) is Fence.LEASE_LOST  # a stranger's token
     subject.cancel()
     assert subject.beat(subject.job_id, subject.token) is Fence.CANCELLED
+
+
+@pytest.mark.parametrize("make", [real_queue, fake_queue], ids=["JobRepository", "fake"])
+def test_heartbeat_answers_paused_only_while_the_fleet_is_paused(
+    make: Callable[[JobRepository], BeatSubject], repo: JobRepository
+) -> None:
+    subject = make(repo)
+    subject.set_fleet(FleetMode.DRAINING)
+    assert subject.beat(subject.job_id, subject.token) is Fence.OK
+    subject.set_fleet(FleetMode.PAUSED)
+    assert subject.beat(subject.job_id, subject.token) is Fence.PAUSED
+    assert subject.beat(subject.job_id, uuid.uuid4()) is Fence.LEASE_LOST
+    subject.set_fleet(FleetMode.RUNNING)
+    assert subject.beat(subject.job_id, subject.token) is Fence.OK
 
 
 @pytest.mark.parametrize("make", [real_queue, fake_queue], ids=["JobRepository", "fake"])
@@ -281,6 +298,35 @@ def test_queue_reaper_returns_a_silent_attempts_job_and_fences_it_off(
     again = claim(subject)
     assert again.job.attempts == 2
     assert subject.outcomes(job_id) == ["stale", None]
+
+
+@QUEUES
+def test_queue_claims_nothing_unless_the_fleet_runs_and_keeps_the_first_pause(
+    make_queue: Callable[[JobRepository], QueueSubject], repo: JobRepository
+) -> None:
+    subject = make_queue(repo)
+    queue = subject.queue
+    subject.enqueue(ITEM)
+    subject.enqueue(UNKNOWN)
+    lease = claim(subject)
+    assert queue.fleet_state().mode is FleetMode.RUNNING
+    first = queue.set_fleet_mode(FleetMode.PAUSED, changed_by="alice@a", reason="swap")
+    assert (first.before, first.changed) == (FleetMode.RUNNING, True)
+    again = queue.set_fleet_mode(FleetMode.PAUSED, changed_by="bob@b")
+    assert not again.changed
+    state = queue.fleet_state()
+    assert (state.mode, state.changed_by, state.reason) == (FleetMode.PAUSED, "alice@a", "swap")
+    assert (state.running, state.queued) == (1, 1)
+    assert queue.claim_next("w:1:1") is None
+    assert queue.heartbeat(lease.job_id, lease.token, None) is Fence.PAUSED
+    assert queue.release(lease.job_id, lease.token) is Fence.OK
+    drained = queue.set_fleet_mode(FleetMode.DRAINING, changed_by="bob@b")
+    assert drained.changed and drained.state.changed_by == "bob@b"
+    assert queue.claim_next("w:1:1") is None
+    resumed = queue.set_fleet_mode(FleetMode.RUNNING, changed_by="bob@b")
+    assert resumed.before is FleetMode.DRAINING
+    assert (resumed.state.running, resumed.state.queued) == (0, 2)
+    assert queue.claim_next("w:1:1") is not None
 
 
 # -- Jellyfin: MediaServer ----------------------------------------------------------------

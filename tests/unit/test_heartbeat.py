@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from mirror.errors import JobCancelled, LeaseLost, Stalled
+from mirror.errors import FleetPaused, JobCancelled, LeaseLost, ShutdownRequested, Stalled
 from mirror.heartbeat import Heartbeat
-from mirror.jobs import DatabaseUnavailable
+from mirror.jobs import DatabaseUnavailable, FleetMode
 from mirror.phases import OverlappedPhases
 from mirror.progress import AbortSignal, Progress
 from mirror.testing.fakes import InMemoryBeatQueue
@@ -100,6 +100,24 @@ def test_lost_lease_raises_lease_lost() -> None:
     clock.now += 10
     with pytest.raises(LeaseLost):
         heartbeat(Progress(phase="upload", bytes_done=2))
+
+
+def test_a_paused_fleet_stops_the_attempt_as_a_shutdown_after_writing_the_beat() -> None:
+    clock = FakeClock()
+    heartbeat, queue = make_heartbeat(clock)
+    heartbeat(Progress(phase="download", bytes_done=1))
+    queue.set_fleet_mode(FleetMode.DRAINING)  # a drain lets the attempt go on
+    clock.now += 10
+    heartbeat(Progress(phase="download", bytes_done=2))
+    queue.set_fleet_mode(FleetMode.PAUSED)
+    clock.now += 10
+    with pytest.raises(FleetPaused) as stopped:
+        heartbeat(Progress(phase="download", bytes_done=3))
+    assert isinstance(stopped.value, ShutdownRequested)  # released, no attempt used
+    assert queue.writes == 3 and queue.progress is not None
+    assert queue.progress["bytes_done"] == 3  # the beat that said "paused" was written
+    with pytest.raises(FleetPaused):  # and the checkpoint before publishing says so too
+        heartbeat.checkpoint()
 
 
 def test_checkpoint_detects_a_takeover_without_waiting_for_the_interval() -> None:
