@@ -193,7 +193,7 @@ def _record_fate(
         return Outcome.LEASE_LOST
     if isinstance(error, ShutdownRequested):  # a worker's shutdown, or the fleet's pause
         fence = durably(lambda: queue.release(job_id, token))
-        why = "the fleet is paused" if isinstance(error, FleetPaused) else "shutdown"
+        why = "the fleet's pause" if isinstance(error, FleetPaused) else "shutdown"
         log.info("released to the queue for %s (%s)", why, fence.value)
         return _fenced(fence, Outcome.RELEASED, log)
     if isinstance(error, NotReady):

@@ -22,7 +22,8 @@ def change_line(change: FleetChange) -> str:
     prefix = "" if change.changed else "already "
     if state.mode is FleetMode.PAUSED:
         running = (
-            f"{_jobs(state.running)} running go back to the queue at their next heartbeat"
+            f"{_jobs(state.running)} running {'goes' if state.running == 1 else 'go'} back to "
+            "the queue at the next heartbeat"
             if state.running
             else "nothing running"
         )
