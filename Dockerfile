@@ -5,9 +5,10 @@
 FROM python:3.11-slim
 
 # Debian's ffmpeg: mirror runs the ffmpeg on PATH before imageio-ffmpeg's bundled build,
-# and Debian's has the distribution's codecs and hardware support.
+# and Debian's has the distribution's codecs and hardware support. tzdata: the zones a
+# `TZ=Europe/Berlin` names, the local time of MIRROR_ACTIVE_HOURS (without it: UTC).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ffmpeg \
+    && apt-get install -y --no-install-recommends ffmpeg tzdata \
     && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONUNBUFFERED=1 \
