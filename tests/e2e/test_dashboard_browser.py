@@ -260,3 +260,41 @@ def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
     # No CSP violation, no script error (the login page's 401 and /favicon.ico's 404 are
     # resources, not errors of the page's own).
     assert [e for e in errors if not e.startswith("Failed to load resource")] == []
+
+
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
+def test_the_fleet_buttons_pause_drain_and_resume_every_worker(stack: Stack, served: str) -> None:
+    """Issue 24: the dashboard's Pause / Drain / Resume set the fleet's row, and the page
+    shows the mode, who set it, and turns off the button of the mode it is in."""
+    from playwright.sync_api import sync_playwright
+
+    from mirror.jobs import FleetMode
+
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(served)
+            page.fill("#password", PASSWORD)
+            page.click("#login button")
+            page.wait_for_selector("#fleet", timeout=15_000)
+            mode = page.locator("#fleet-mode")
+            stack.wait_for(lambda: page.locator("#fleet-resume").is_disabled(), 10, "a poll")
+            assert mode.text_content() == "running"
+            for button, expected in (
+                ("#fleet-pause", FleetMode.PAUSED),
+                ("#fleet-drain", FleetMode.DRAINING),
+                ("#fleet-resume", FleetMode.RUNNING),
+            ):
+                page.click(button)
+                stack.wait_for(lambda e=expected: mode.text_content() == e.value, 10, expected)
+                assert stack.repo.fleet_state().mode is expected
+                assert page.locator(button).is_disabled()
+                if expected is FleetMode.DRAINING:
+                    banner = page.locator("#fleet-banner").text_content() or ""
+                    assert banner.startswith("fleet draining (since ") and "by dashboard" in banner
+        finally:
+            browser.close()
+    assert [e for e in errors if not e.startswith("Failed to load resource")] == []
