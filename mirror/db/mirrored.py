@@ -16,7 +16,7 @@ from sqlalchemy import Engine, text
 
 from mirror.db.records import JobRecord
 from mirror.db.schema import JOBS as _JOBS
-from mirror.manifest import RestoredJob
+from mirror.domain.manifest import RestoredJob
 
 _JOB_COLUMNS = ", ".join(JobRecord.__slots__)
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mirror.jobs import Fence, JobNotFound, JobRecord, JobStateError, Lease, Rescued, row_json
+from mirror.domain.jobs import (
+    Fence,
+    JobNotFound,
+    JobRecord,
+    JobStateError,
+    Lease,
+    Rescued,
+    row_json,
+)
 
 __all__ = [
     "Enqueued",

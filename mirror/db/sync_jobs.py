@@ -1,4 +1,4 @@
-"""`mirror sync`'s view of Postgres (mirror.sync.SyncJobs): item histories, re-mirrors,
+"""`mirror sync`'s view of Postgres (mirror.converge.sync.SyncJobs): item histories, re-mirrors,
 restores. Shared by the `sync` command and the dashboard's library page."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from mirror.db.mirrored import ItemHistory, MirroredItems
 from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
-from mirror.item import ItemTitle
+from mirror.domain.item import ItemTitle
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mirror import item
-from mirror.errors import PermanentError
-from mirror.item import ItemTitle, MediaItem, MediaStream
+from mirror.domain import item
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import ItemTitle, MediaItem, MediaStream
 
 TICKS_PER_SECOND = 10_000_000  # Jellyfin's RunTimeTicks are 100 ns ticks
 
@@ -35,7 +35,7 @@ class ItemSummary:
     type: str
     path: str | None = None
     size: int | None = None
-    # What the item is (see mirror.sources): a sweep skips what is not one media file.
+    # What the item is (see mirror.domain.sources): a sweep skips what is not one media file.
     is_folder: bool = False
     location_type: str | None = None
     protocol: str | None = None

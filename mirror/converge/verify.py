@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mirror.db.records import JobRecord
-from mirror.manifest import ManifestError, decode_manifest, manifest_differences
+from mirror.domain.manifest import ManifestError, decode_manifest, manifest_differences
 
 
 class Verdict(enum.StrEnum):

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from mirror.db.repository import JobRepository
-from mirror.item import ItemTitle
+from mirror.domain.item import ItemTitle
+from mirror.domain.sources import non_file_kind
 from mirror.jellyfin import ItemPage, ItemSummary
-from mirror.sources import non_file_kind
 
 
 class LibraryLister(Protocol):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mirror.errors import MirrorError
-from mirror.item import title_label
+from mirror.domain.errors import MirrorError
+from mirror.domain.item import title_label
 
 
 class Status(enum.StrEnum):
@@ -82,7 +82,7 @@ class JobRecord:
     # Found gone from Jellyfin, and its objects deleted after MIRROR_DELETE_GRACE.
     removed_at: datetime | None = None
     objects_deleted_at: datetime | None = None
-    # What people call the item (mirror.item.ItemTitle): from the enqueue, the sweep,
+    # What people call the item (mirror.domain.item.ItemTitle): from the enqueue, the sweep,
     # sync or the webhook, refreshed by each attempt from the item it fetched.
     item_name: str | None = None
     item_type: str | None = None
