@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from mirror.converge.fingerprints import ProbeContent
+from mirror.domain.listing import ItemSummary
 from mirror.domain.manifest import (
     MANIFEST_CONTENT_TYPE,
     ManifestError,
@@ -28,7 +29,6 @@ from mirror.domain.manifest import (
     restored_job,
 )
 from mirror.domain.objects import item_prefix, manifest_key
-from mirror.jellyfin import ItemSummary
 
 # Copies a removed item's mirror to a new item id (MirrorCopier.copy):
 # (old id, new id, new name, new source) -> whether the new id is mirrored now.

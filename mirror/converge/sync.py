@@ -18,10 +18,10 @@ from mirror.converge.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, h
 from mirror.converge.fingerprints import ProbeContent, fingerprint_changes, only_touched
 from mirror.converge.library_sweep import LibraryLister, PageProgress, titles_of
 from mirror.converge.renames import CopyMirror, copy_renamed
-from mirror.db.mirrored import ItemHistory
 from mirror.domain.item import ItemTitle
+from mirror.domain.jobs import ItemHistory
+from mirror.domain.listing import ItemSummary
 from mirror.domain.sources import non_file_kind
-from mirror.jellyfin import ItemSummary
 
 
 class SyncClass(enum.StrEnum):

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mirror.db.records import JobRecord
+from mirror.domain.jobs import JobRecord
 from mirror.domain.manifest import ManifestError, decode_manifest, manifest_differences
 
 

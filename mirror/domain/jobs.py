@@ -154,6 +154,26 @@ class Mirrored:
     subtitle_keys: list[dict[str, Any]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """What an enqueue did for one item: its job, and whether the job is new."""
+
+    job: JobRecord
+    created: bool  # False: the item already had an active job, returned as is
+
+
+@dataclass(frozen=True, slots=True)
+class ItemHistory:
+    """What sync needs of one item: its newest job's status and the newest done job."""
+
+    item_id: str
+    latest_status: str
+    done_source: dict[str, Any] | None  # `source` of the newest done job
+    has_done: bool
+    # The newest job is `removed` and its objects are still there (within the grace).
+    pending_removal: bool = False
+
+
 class DatabaseUnavailable(MirrorError):
     """Postgres cannot be reached, dropped us, or every pooled connection stayed busy.
 

@@ -20,6 +20,7 @@ import httpx
 
 from mirror.domain.errors import PermanentError, TransientError
 from mirror.domain.item import MediaItem, ServedFile
+from mirror.domain.listing import ItemHit, ItemPage, Library
 from mirror.domain.progress import AbortSignal, ProgressCallback
 from mirror.jellyfin.download import ResumableDownload
 from mirror.jellyfin.failures import (
@@ -33,9 +34,6 @@ from mirror.jellyfin.failures import (
     raise_for_status,
 )
 from mirror.jellyfin.models import (
-    ItemHit,
-    ItemPage,
-    Library,
     parse_item_hit,
     parse_item_summary,
     parse_library,

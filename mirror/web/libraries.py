@@ -24,7 +24,7 @@ from mirror.converge.sync import SyncJobs
 from mirror.db.repository import JobRepository
 from mirror.domain.errors import PermanentError, TransientError
 from mirror.domain.item import normalize_item_id
-from mirror.jellyfin import ItemHit, ItemPage, Library
+from mirror.domain.listing import ItemHit, ItemPage, Library
 from mirror.web.api import ApiError
 
 COUNTS_TTL_S = 60.0

@@ -8,7 +8,7 @@ import pytest
 
 from mirror.converge.fingerprints import fingerprint_changes, only_time_changed
 from mirror.converge.sync import SyncClass, classify
-from mirror.db.mirrored import ItemHistory
+from mirror.domain.jobs import ItemHistory
 
 ITEM = "a" * 32
 SOURCE = {"media_source_id": ITEM, "path": "/m/a.mkv", "size": 100, "etag": "e1"}
