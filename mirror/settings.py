@@ -25,16 +25,16 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from mirror.active_hours import ActiveHours, parse_active_hours
-from mirror.durations import (
+from mirror.domain.active_hours import ActiveHours, parse_active_hours
+from mirror.domain.durations import (
     format_duration,
     parse_duration,
     parse_duration_or_zero,
     parse_rate,
     parse_size,
 )
-from mirror.errors import ConfigError
-from mirror.redact import hide_url_password, register_secrets, url_password
+from mirror.domain.errors import ConfigError
+from mirror.domain.redact import hide_url_password, register_secrets, url_password
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     shutdown_grace: Duration = 30.0
     max_attempts: int = Field(default=3, ge=1)
     # When this worker may claim jobs, in its local time (TZ): `01:00-07:00`, over
-    # midnight `22:00-06:00`, or a comma list; empty: any time (mirror.active_hours).
+    # midnight `22:00-06:00`, or a comma list; empty: any time (mirror.domain.active_hours).
     active_hours: str = ""
     concurrency: int = Field(default=1, ge=1, le=64)
     retry_backoff: Duration = 30.0

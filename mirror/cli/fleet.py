@@ -1,7 +1,7 @@
 """`mirror pause [--drain]` and `mirror resume`: every worker of the fleet at once.
 
 Registered onto the app of `mirror.cli.commands` by `register` (like mirror.cli.converge,
-they never import that module). Their lines come from mirror.cli.fleet_views.
+they never import that module). Their lines come from mirror.fleet_views.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Annotated
 import typer
 
 from mirror import wiring
-from mirror.cli.fleet_views import MAX_REASON, change_line
-from mirror.jobs import FleetMode
+from mirror.domain.jobs import FleetMode
+from mirror.fleet_views import MAX_REASON, change_line
 from mirror.settings import Settings
 
 

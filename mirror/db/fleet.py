@@ -13,7 +13,7 @@ from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import notify_workers
 from mirror.db.schema import FLEET as _FLEET
 from mirror.db.schema import JOBS as _JOBS
-from mirror.jobs import FleetChange, FleetMode, FleetState
+from mirror.domain.jobs import FleetChange, FleetMode, FleetState
 
 
 @raises_unavailable

@@ -19,7 +19,7 @@ from mirror.db.records import Fence, JobRecord, Lease, Rescued
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import FLEET as _FLEET
 from mirror.db.schema import JOBS as _JOBS
-from mirror.jobs import FleetMode
+from mirror.domain.jobs import FleetMode
 
 
 @raises_unavailable

@@ -20,16 +20,16 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
-from mirror.cli.fleet_views import MAX_REASON, change_line
-from mirror.cli.fleet_views import banner as fleet_banner
-from mirror.cli.views import phase_eta, speed_text
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
 from mirror.db.records import JobNotFound, JobRecord, JobStateError
 from mirror.db.repository import JobRepository
-from mirror.jobs import STATUSES, FleetMode, FleetState
-from mirror.redact import redact
+from mirror.domain.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
+from mirror.domain.jobs import STATUSES, FleetMode, FleetState
+from mirror.domain.redact import redact
+from mirror.fleet_views import MAX_REASON, change_line
+from mirror.fleet_views import banner as fleet_banner
+from mirror.views import phase_eta, speed_text
 from mirror.web.auth import (
     CSRF_HEADER,
     Session,

@@ -268,7 +268,7 @@ def test_the_fleet_buttons_pause_drain_and_resume_every_worker(stack: Stack, ser
     shows the mode, who set it, and turns off the button of the mode it is in."""
     from playwright.sync_api import sync_playwright
 
-    from mirror.jobs import FleetMode
+    from mirror.domain.jobs import FleetMode
 
     errors: list[str] = []
     with sync_playwright() as playwright:

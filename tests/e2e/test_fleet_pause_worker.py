@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 
 from mirror.demo.media import SampleMedia
-from mirror.jobs import FleetMode
+from mirror.domain.jobs import FleetMode
 from tests.fixtures.stack import Stack
 
 

@@ -17,7 +17,7 @@ import pytest
 from mirror import wiring
 from mirror.cli import commands
 from mirror.db.repository import JobRepository
-from mirror.jobs import FleetMode
+from mirror.domain.jobs import FleetMode
 from mirror.settings import Settings
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from mirror.active_hours import parse_active_hours
-from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import Fence, FleetMode, Lease, Mirrored
-from mirror.logs import get_logger
-from mirror.progress import AbortSignal, Progress
-from mirror.worker import Worker, WorkerConfig
+from mirror.domain.active_hours import parse_active_hours
+from mirror.domain.jobs import Fence, FleetMode, Lease, Mirrored
+from mirror.domain.logs import get_logger
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.runner.heartbeat import Heartbeat
+from mirror.runner.worker import Worker, WorkerConfig
 
 ITEMS = ("a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21", "b3f4c2e1b5d64e0f9c8b7a6d5e4f3a22")
 POLICY = AttemptPolicy(heartbeat_interval=0.1, stall_timeout=60, stale_timeout=60, retry_backoff=0)

@@ -7,13 +7,13 @@ from datetime import time
 from sqlalchemy import Engine
 from werkzeug.test import Client
 
-from mirror.active_hours import parse_active_hours
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
 from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
-from mirror.jobs import FleetMode
+from mirror.domain.active_hours import parse_active_hours
+from mirror.domain.jobs import FleetMode
 from mirror.web.api import DashboardApi
 from mirror.web.auth import UiAuth
 from mirror.web.serve import MirrorWeb, WebhookPolicy

@@ -6,8 +6,8 @@ from datetime import time
 
 import pytest
 
-from mirror.active_hours import parse_active_hours
-from mirror.errors import ConfigError
+from mirror.domain.active_hours import parse_active_hours
+from mirror.domain.errors import ConfigError
 from mirror.settings import load_settings
 
 
