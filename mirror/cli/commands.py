@@ -354,14 +354,17 @@ def _watch_jobs(status: str | None, limit: int, search: str | None) -> None:
 
     def frame() -> Table:
         nonlocal records
-        problem = None
+        problem = held_back = None
         try:
             records = repo.list(status=status, limit=limit, search=search)
+            held_back = fleet_views.banner(repo.fleet_state(), settings().active_windows)
         except DatabaseUnavailable as error:  # a blip: keep the last rows and say so
             problem = f"{error} (last rows read shown)"
         now = datetime.now(UTC)
         table = jobs_table(records, now, with_eta=True)
         table.title = f"mirror jobs at {now:%H:%M:%S} UTC (every 1s, Ctrl-C to stop)"
+        if held_back:
+            table.title += f"\n{held_back}"
         table.caption = problem or table.caption
         return table
 
