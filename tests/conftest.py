@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.fixtures.s3_checksums",
     "tests.fixtures.stack",
     "tests.fixtures.tcp_proxy",
+    "tests.fixtures.pgbouncer",
     "tests.fixtures.inprocess",
     "tests.fixtures.shape_corpus",
 ]

@@ -107,15 +107,21 @@ class DownloadSlots:
     def _connect(self) -> _Conn:
         timeout_ms = max(1000, int(self.hold_timeout_s * 1000))
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self.url,
                 autocommit=True,  # session locks, never an open transaction
                 connect_timeout=10,
                 application_name=f"mirror-download-slot-{os.getpid()}",
-                options=f"-c idle_session_timeout={timeout_ms}",
             )
         except psycopg.Error as error:
             raise _unavailable("cannot connect to Postgres for a download slot", error) from None
+        try:
+            # A SET, not a startup `options`: PgBouncer (session pooling) refuses those.
+            conn.execute(f"SET idle_session_timeout = {timeout_ms}")
+        except psycopg.Error as error:
+            conn.close()
+            raise _unavailable("cannot connect to Postgres for a download slot", error) from None
+        return conn
 
     def _wait_for_slot(
         self,
