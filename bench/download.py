@@ -38,8 +38,8 @@ def run_child(base_url: str, dest: Path, db_url: str, size: int) -> None:
     """Ours, in this (fresh) process: one download with a heartbeat on a claimed job."""
     from mirror.db.engine import make_engine
     from mirror.db.repository import JobRepository
-    from mirror.heartbeat import Heartbeat
     from mirror.jellyfin.client import JellyfinClient
+    from mirror.runner.heartbeat import Heartbeat
 
     engine = make_engine(db_url, pool_size=2)
     repo = JobRepository(engine)

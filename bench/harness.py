@@ -368,7 +368,7 @@ def cached_sample(
     import json
 
     from mirror.demo.media import SampleMedia, generate_sample
-    from mirror.item import MediaStream
+    from mirror.domain.item import MediaStream
 
     path = data_dir(folder) / name
     facts = path.with_suffix(".json")
@@ -393,7 +393,7 @@ def cached_sample(
 
 def offline_heartbeat() -> Any:
     """A real Heartbeat on an in-memory store: our callback cost, without a database."""
-    from mirror.heartbeat import Heartbeat
+    from mirror.runner.heartbeat import Heartbeat
     from mirror.testing.fakes import InMemoryBeatQueue
 
     job_id, token = uuid.uuid4(), uuid.uuid4()

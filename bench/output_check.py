@@ -33,7 +33,7 @@ from job import ITEM_ID, latest_attempt, worker_env
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.progress import AbortSignal
+from mirror.domain.progress import AbortSignal
 from mirror.transcode import plan_transcode, probe_file, run_transcode, verify_outputs
 
 ROUNDS = 5

@@ -32,9 +32,9 @@ from sqlalchemy import Engine, text
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import Fence, JobRepository
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import Mirrored
-from mirror.progress import Progress
+from mirror.domain.jobs import Mirrored
+from mirror.domain.progress import Progress
+from mirror.runner.heartbeat import Heartbeat
 
 CLAIMS_PER_SIZE = 200
 

@@ -37,14 +37,14 @@ from job import ITEM_ID, item_json, running_worker, wait_until_done, worker_env
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
-from mirror.progress import AbortSignal
+from mirror.domain.progress import AbortSignal
 from mirror.transcode import plan_transcode, run_transcode
 
 BARE = """
 import json, sys, time
 sys.path.append({bench!r})
 import harness
-from mirror.objects import Upload
+from mirror.domain.objects import Upload
 from mirror.settings import Settings
 from mirror.wiring import s3_storage
 files = json.loads(sys.argv[1])

@@ -28,7 +28,7 @@ import harness
 from harness import DUMMY_KEY, say
 from sqlalchemy import create_engine, text
 
-from mirror.manifest import build_manifest, encode_manifest
+from mirror.domain.manifest import build_manifest, encode_manifest
 
 PREFIX = "bench"
 

@@ -25,15 +25,15 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from mirror.durations import (
+from mirror.domain.durations import (
     format_duration,
     parse_duration,
     parse_duration_or_zero,
     parse_rate,
     parse_size,
 )
-from mirror.errors import ConfigError
-from mirror.redact import hide_url_password, register_secrets, url_password
+from mirror.domain.errors import ConfigError
+from mirror.domain.redact import hide_url_password, register_secrets, url_password
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"

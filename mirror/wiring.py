@@ -22,8 +22,8 @@ from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
-from mirror.errors import ConfigError
-from mirror.logs import get_logger
+from mirror.domain.errors import ConfigError
+from mirror.domain.logs import get_logger
 from mirror.settings import Settings
 
 # The worker's adapters (httpx, boto3, the pipeline) are imported where they are built:
@@ -31,13 +31,13 @@ from mirror.settings import Settings
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-    from mirror.download_gate import DownloadGate
     from mirror.jellyfin.client import JellyfinClient
-    from mirror.pipeline import TranscodeOptions
+    from mirror.pipeline.download_gate import DownloadGate
+    from mirror.pipeline.steps import TranscodeOptions
+    from mirror.runner.worker import Worker
     from mirror.s3.bucket import Bucket
     from mirror.s3.links import ObjectLink
     from mirror.s3.storage import S3Storage
-    from mirror.worker import Worker
 
 # Connections a worker keeps open while idle; more open under load and close when done.
 WORKER_IDLE_CONNECTIONS = 1
@@ -252,7 +252,7 @@ def download_gate(settings: Settings, engine: Engine | None = None) -> DownloadG
     heartbeat interval through the worker's pool, `engine` (mirror.db.slot_leases).
     """
     from mirror.db.download_slots import DownloadSlots
-    from mirror.download_gate import NO_DOWNLOAD_CAP
+    from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP
 
     if not settings.jellyfin_max_downloads:
         return NO_DOWNLOAD_CAP
@@ -276,7 +276,7 @@ def download_gate(settings: Settings, engine: Engine | None = None) -> DownloadG
 
 
 def transcode_options(settings: Settings) -> TranscodeOptions:
-    from mirror.pipeline import TranscodeOptions
+    from mirror.pipeline.steps import TranscodeOptions
     from mirror.transcode import find_ffmpeg
 
     return TranscodeOptions(
@@ -292,13 +292,13 @@ def transcode_options(settings: Settings) -> TranscodeOptions:
 
 def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worker:
     """The worker with every real adapter: Postgres, Jellyfin, ffmpeg, S3."""
-    from mirror.attempt import AttemptPolicy, Outcome, run_attempt
     from mirror.db.listen import JobListener
+    from mirror.domain.jobs import Lease
+    from mirror.domain.progress import AbortSignal
     from mirror.jellyfin.body import fast_path_problem
-    from mirror.jobs import Lease
-    from mirror.pipeline import MirrorPipeline
-    from mirror.progress import AbortSignal
-    from mirror.worker import Worker, WorkerConfig
+    from mirror.pipeline.steps import MirrorPipeline
+    from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+    from mirror.runner.worker import Worker, WorkerConfig
 
     concurrency = worker_concurrency(settings, concurrency)
     options = transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH

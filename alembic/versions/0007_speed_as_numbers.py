@@ -50,7 +50,7 @@ FROM {SCHEMA}.jobs AS j
 """
 
 
-# The same text as mirror.cli.views.speed_text: `45.1 MB/s`, `2.5x` (as ffmpeg gave it).
+# The same text as mirror.views.speed_text: `45.1 MB/s`, `2.5x` (as ffmpeg gave it).
 SPEED_FROM_NUMBERS = """CASE
         WHEN jsonb_typeof(j.heartbeat_data -> 'speed_bps') = 'number' THEN
             to_char((j.heartbeat_data ->> 'speed_bps')::numeric / 1e6, 'FM999999990.0')

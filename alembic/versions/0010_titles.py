@@ -44,7 +44,7 @@ COLUMNS: tuple[tuple[str, sa.types.TypeEngine[object]], ...] = (
     ("parent_id", sa.Text()),
 )
 
-# As mirror.item.title_label: "Series S01E02 Name", "Name (Year)", or the name.
+# As mirror.domain.item.title_label: "Series S01E02 Name", "Name (Year)", or the name.
 TITLE = """CASE
         WHEN j.series_name IS NOT NULL OR j.season_number IS NOT NULL
             OR j.episode_number IS NOT NULL THEN

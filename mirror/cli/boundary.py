@@ -11,7 +11,7 @@ import sys
 import traceback
 from typing import NoReturn
 
-from mirror.redact import redact
+from mirror.domain.redact import redact
 
 MAX_DETAIL = 300
 

@@ -23,16 +23,16 @@ from mirror import wiring
 from mirror.cli import converge
 from mirror.cli.boundary import fail, fail_unexpectedly
 from mirror.cli.malloc import limit_malloc_arenas
-from mirror.cli.views import job_details, jobs_table
+from mirror.converge.library_sweep import sweep_library
 from mirror.db.engine import DatabaseUnavailable, describe_database_error
 from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
-from mirror.errors import ConfigError, MirrorError
-from mirror.item import normalize_item_id
+from mirror.domain.errors import ConfigError, MirrorError
+from mirror.domain.item import normalize_item_id
+from mirror.domain.jobs import STATUSES
+from mirror.domain.logs import setup_logging
 from mirror.jellyfin.kinds import check_item_kinds
-from mirror.jobs import STATUSES
-from mirror.library_sweep import sweep_library
-from mirror.logs import setup_logging
 from mirror.settings import Settings, load_settings
+from mirror.views import job_details, jobs_table
 
 app = typer.Typer(
     name="mirror",

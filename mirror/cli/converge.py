@@ -31,23 +31,23 @@ from sqlalchemy.exc import DataError
 
 from mirror import wiring
 from mirror.cli.sync_views import DETAIL_ROWS, sync_details, sync_table
-from mirror.content_probe import content_probe_of_item
-from mirror.db.sync_jobs import SyncJobStore
-from mirror.delete_guard import (
+from mirror.converge.delete_guard import (
     DEFAULT_LIMIT,
     EMPTY_LISTING,
     NO_LIMIT,
     DeleteLimit,
     parse_max_delete,
 )
-from mirror.item import normalize_item_id
+from mirror.converge.renames import MirrorCopier
+from mirror.converge.sync import Deletion, sync_library
+from mirror.converge.verify import Verdict, VerifyReport, verify_jobs
+from mirror.db.sync_jobs import SyncJobStore
+from mirror.domain.item import normalize_item_id
+from mirror.domain.manifest import ManifestError, decode_manifest, restored_job
+from mirror.domain.objects import item_prefix
+from mirror.files.content_probe import content_probe_of_item
 from mirror.jellyfin.kinds import check_item_kinds
-from mirror.manifest import ManifestError, decode_manifest, restored_job
-from mirror.objects import item_prefix
-from mirror.renames import MirrorCopier
 from mirror.settings import Settings
-from mirror.sync import Deletion, sync_library
-from mirror.verify import Verdict, VerifyReport, verify_jobs
 
 VERIFY_THREADS = 16
 

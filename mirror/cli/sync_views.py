@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from mirror.durations import format_duration
-from mirror.sync import SyncClass, SyncReport
+from mirror.converge.sync import SyncClass, SyncReport
+from mirror.domain.durations import format_duration
 
 DETAIL_ROWS = 50  # item lines printed under a table; --json has them all
 

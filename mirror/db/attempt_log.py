@@ -17,7 +17,7 @@ from sqlalchemy import Engine, text
 from mirror.db.engine import raises_unavailable
 from mirror.db.records import row_json
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
-from mirror.jobs import AttemptStats
+from mirror.domain.jobs import AttemptStats
 
 __all__ = ["AttemptLog", "AttemptRecord", "AttemptStats"]
 

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, text
 
 from mirror.db.schema import COUNTERS as _COUNTERS
 from mirror.db.schema import JOBS as _JOBS
-from mirror.jobs import STATUSES
+from mirror.domain.jobs import STATUSES
 
 PHASES = ("download", "transcode", "upload")
 # Past this many delta rows a reader folds them (one DELETE ... INSERT), under a lock

@@ -30,9 +30,9 @@ from collections.abc import Iterator
 import psycopg
 from psycopg.rows import TupleRow
 
-from mirror.download_gate import waiting_for_slot
-from mirror.errors import TransientError
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.domain.errors import TransientError
+from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.pipeline.download_gate import waiting_for_slot
 
 log = logging.getLogger("mirror.download_slots")
 

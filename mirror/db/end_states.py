@@ -16,7 +16,7 @@ from mirror.db.fencing import as_json, fenced_update, notify_workers, why_fenced
 from mirror.db.records import Fence
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import JOBS as _JOBS
-from mirror.jobs import Mirrored
+from mirror.domain.jobs import Mirrored
 
 # A wait for Jellyfin's probe or for disk space grows to this; a library scan can take
 # about this long, and a longer wait would only hide that the item is ready.

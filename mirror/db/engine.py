@@ -13,8 +13,8 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from mirror.db.schema import JOBS
-from mirror.errors import ConfigError
-from mirror.jobs import DatabaseUnavailable
+from mirror.domain.errors import ConfigError
+from mirror.domain.jobs import DatabaseUnavailable
 
 __all__ = [
     "DatabaseUnavailable",

@@ -15,7 +15,7 @@ from mirror.db.records import Enqueued, JobRecord, JobStateError
 from mirror.db.removals import restore_on
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.titles import TITLE_COLUMNS, TITLE_INTEGERS, record_titles
-from mirror.item import ItemTitle, normalize_item_id
+from mirror.domain.item import ItemTitle, normalize_item_id
 
 _NO_TITLE = ItemTitle()
 _TITLES = ", ".join(TITLE_COLUMNS)

@@ -11,7 +11,7 @@ from mirror.db.fencing import JOB_COLUMNS, record_of
 from mirror.db.records import JobNotFound, JobRecord
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.titles import TITLE_MATCHES, like_pattern
-from mirror.item import normalize_item_id
+from mirror.domain.item import normalize_item_id
 
 
 @raises_unavailable

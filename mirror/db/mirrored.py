@@ -9,28 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, text
 
-from mirror.db.records import JobRecord
 from mirror.db.schema import JOBS as _JOBS
-from mirror.manifest import RestoredJob
+from mirror.domain.jobs import ItemHistory, JobRecord
+from mirror.domain.manifest import RestoredJob
 
 _JOB_COLUMNS = ", ".join(JobRecord.__slots__)
-
-
-@dataclass(frozen=True, slots=True)
-class ItemHistory:
-    """What sync needs of one item: its newest job's status and the newest done job."""
-
-    item_id: str
-    latest_status: str
-    done_source: dict[str, Any] | None  # `source` of the newest done job
-    has_done: bool
-    # The newest job is `removed` and its objects are still there (within the grace).
-    pending_removal: bool = False
 
 
 class MirroredItems:

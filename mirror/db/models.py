@@ -86,7 +86,7 @@ class Job(Base):
     # (after MIRROR_DELETE_GRACE); both null for an item Jellyfin has.
     removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     objects_deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # What people call the item and where it sits (migration 0010; mirror.item.ItemTitle).
+    # What people call the item and where it sits (migration 0010; mirror.domain.item.ItemTitle).
     item_name: Mapped[str | None] = mapped_column(Text)
     item_type: Mapped[str | None] = mapped_column(Text)
     series_name: Mapped[str | None] = mapped_column(Text)

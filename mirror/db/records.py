@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from mirror.jobs import Fence, JobNotFound, JobRecord, JobStateError, Lease, Rescued, row_json
+from mirror.domain.jobs import (
+    Enqueued,
+    Fence,
+    JobNotFound,
+    JobRecord,
+    JobStateError,
+    Lease,
+    Rescued,
+    row_json,
+)
 
 __all__ = [
     "Enqueued",
@@ -16,9 +23,3 @@ __all__ = [
     "Rescued",
     "row_json",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Enqueued:
-    job: JobRecord
-    created: bool  # False: the item already had an active job, returned as is

@@ -1,11 +1,11 @@
 """The schema's vocabulary in one place: the schema, its tables, the NOTIFY channel.
 
-Statuses are the job vocabulary (`mirror.jobs.Status`); alembic/versions owns the DDL.
+Statuses are the job vocabulary (`mirror.domain.jobs.Status`); alembic/versions owns the DDL.
 """
 
 from __future__ import annotations
 
-from mirror.jobs import ACTIVE_STATUSES, STATUSES, Status
+from mirror.domain.jobs import ACTIVE_STATUSES, STATUSES, Status
 
 __all__ = [
     "ACTIVE_STATUSES",

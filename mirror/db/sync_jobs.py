@@ -1,4 +1,4 @@
-"""`mirror sync`'s view of Postgres (mirror.sync.SyncJobs): item histories, re-mirrors,
+"""`mirror sync`'s view of Postgres (mirror.converge.sync.SyncJobs): item histories, re-mirrors,
 restores. Shared by the `sync` command and the dashboard's library page."""
 
 from __future__ import annotations
@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mirror.db.mirrored import ItemHistory, MirroredItems
+from mirror.db.mirrored import MirroredItems
 from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
-from mirror.item import ItemTitle
+from mirror.domain.item import ItemTitle
+from mirror.domain.jobs import ItemHistory
 
 
 @dataclass(frozen=True)

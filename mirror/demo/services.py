@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mirror.errors import MirrorError
+from mirror.domain.errors import MirrorError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

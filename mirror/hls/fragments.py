@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 from mirror.transcode.audio_config import AudioConfig, channels, decoder_config
 
 # No ftyp, moov or moof mirror writes comes near this; a larger one is not ours.

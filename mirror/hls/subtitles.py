@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from mirror.errors import PermanentError, RetriesExhausted
+from mirror.domain.errors import PermanentError, RetriesExhausted
 from mirror.transcode.plan import SubtitleOutput, TranscodePlan
 from mirror.transcode.streams import SkippedStream
 

@@ -19,7 +19,7 @@ import re
 import struct
 from pathlib import Path
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 from mirror.hls.fragments import FragmentIndex, track_timing
 
 MPEG_TS_CLOCK = 90_000

@@ -18,8 +18,10 @@ from typing import Any
 
 import httpx
 
-from mirror.errors import PermanentError, TransientError
-from mirror.item import MediaItem, ServedFile
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.item import MediaItem, ServedFile
+from mirror.domain.listing import ItemHit, ItemPage, Library
+from mirror.domain.progress import AbortSignal, ProgressCallback
 from mirror.jellyfin.download import ResumableDownload
 from mirror.jellyfin.failures import (
     MAX_REDIRECTS,
@@ -32,9 +34,6 @@ from mirror.jellyfin.failures import (
     raise_for_status,
 )
 from mirror.jellyfin.models import (
-    ItemHit,
-    ItemPage,
-    Library,
     parse_item_hit,
     parse_item_summary,
     parse_library,
@@ -42,10 +41,9 @@ from mirror.jellyfin.models import (
     require_item_id,
 )
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
-from mirror.progress import AbortSignal, ProgressCallback
 
 CLIENT_VERSION = "0.1.0"
-# ParentId: the item's folder (an episode's season), kept with its jobs (mirror.item.ItemTitle).
+# ParentId: the item's folder (an episode's season), kept with its jobs (domain.item.ItemTitle).
 ITEM_FIELDS = "Path,MediaSources,MediaStreams,ParentId"
 LISTING_FIELDS = "Path,MediaSources,ParentId"
 # How long the server's version is trusted: long enough to cost one request per worker

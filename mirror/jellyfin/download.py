@@ -29,8 +29,9 @@ from typing import IO, Any
 
 import httpx
 
-from mirror.errors import InsufficientSpace, PermanentError, TransientError
-from mirror.item import ServedFile
+from mirror.domain.errors import InsufficientSpace, PermanentError, TransientError
+from mirror.domain.item import ServedFile
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.jellyfin.body import BodyReadError, open_direct_body
 from mirror.jellyfin.failures import (
     FailureBudget,
@@ -45,7 +46,6 @@ from mirror.jellyfin.interrupter import Interrupter
 from mirror.jellyfin.partial import PartialRecord, discard, read_record, write_record
 from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 from mirror.jellyfin.throttle import TokenBucket
-from mirror.progress import AbortSignal, Progress, ProgressCallback
 
 logger = logging.getLogger("mirror.jellyfin")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx
 import tenacity
 
-from mirror.errors import PermanentError, RetriesExhausted, TransientError
+from mirror.domain.errors import PermanentError, RetriesExhausted, TransientError
 
 logger = logging.getLogger("mirror.jellyfin")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from mirror.progress import AbortSignal
+from mirror.domain.progress import AbortSignal
 
 
 class Interrupter:

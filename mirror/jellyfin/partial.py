@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from mirror.item import ServedFile
+from mirror.domain.item import ServedFile
 
 
 def record_path(dest: Path) -> Path:

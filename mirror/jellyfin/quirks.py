@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 
 SYMLINK_BUG_FIRST = (10, 11, 1)
 SYMLINK_BUG_FIXED = (10, 11, 5)

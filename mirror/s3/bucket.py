@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mirror.errors import MirrorError, PermanentError, TransientError
+from mirror.domain.errors import MirrorError, PermanentError, TransientError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -12,7 +12,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from mirror.errors import MirrorError, PermanentError, TransientError
+from mirror.domain.errors import MirrorError, PermanentError, TransientError
 
 _DENIED_CODES = frozenset(
     {

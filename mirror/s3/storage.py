@@ -19,8 +19,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mirror.errors import ConfigError, MirrorError
-from mirror.objects import (
+from mirror.domain.errors import ConfigError, MirrorError
+from mirror.domain.objects import (
     FileDigest,
     Upload,
     audio_key,
@@ -29,7 +29,7 @@ from mirror.objects import (
     output_key,
     video_key,
 )
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.domain.progress import AbortSignal, ProgressCallback
 from mirror.s3.errors import error_code, http_status, translate_error
 from mirror.s3.streaming import StreamingUpload
 

@@ -1,7 +1,7 @@
 """Outputs streamed to S3 while ffmpeg still writes them, visible only once verified.
 
 Each output becomes one multipart upload, begun before ffmpeg starts. A follower thread
-per file reads it front to back as it grows (`mirror.growing_file`), a part's worth at a
+per file reads it front to back as it grows (`mirror.files.growing_file`), a part's worth at a
 time, and hands each part to a shared pool of request threads. Nothing is visible in the
 bucket until `publish` completes the multipart uploads, which the pipeline calls only
 after ffmpeg exited cleanly, the outputs were verified and the lease was checked; any
@@ -10,7 +10,7 @@ other way out aborts them (a killed worker leaves them to the next attempt's cle
 Fragmented MP4 is append-only, so the bytes read early are the final ones. A faststart
 MP4 is rewritten at the end (its moov moves to the front): with `follow=False` nothing is
 read before `finish`. Once a part is stored its media payload is punched out of the file
-(`mirror.holes`), and `wait_for_room` lets ffmpeg's feeder wait while too much written
+(`mirror.files.holes`), and `wait_for_room` lets ffmpeg's feeder wait while too much written
 output is not stored yet: the work dir stays near the item's size.
 
 Files made after ffmpeg (playlists, subtitles) join the same run at `finish`, read once
@@ -42,11 +42,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from mirror.errors import MirrorError
-from mirror.growing_file import GrowingFile, GrowingReader
-from mirror.holes import OutputHoles
-from mirror.objects import FileDigest, Upload
-from mirror.progress import AbortSignal, Progress, ProgressCallback
+from mirror.domain.errors import MirrorError
+from mirror.domain.objects import FileDigest, Upload
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
+from mirror.files.growing_file import GrowingFile, GrowingReader
+from mirror.files.holes import OutputHoles
 from mirror.s3.checksums import PART_CHECKSUM_ALGORITHM
 from mirror.s3.file_slice import FileSlice
 
@@ -83,7 +83,7 @@ class _FileStream:
         self.read_all = False
         # A file shorter than one part: its CRC32, PUT whole in `publish` (no upload_id).
         self.single_crc: int | None = None
-        # Disk given back once stored (mirror.holes): parts finish in any order, so
+        # Disk given back once stored (mirror.files.holes): parts finish in any order, so
         # only the bytes before the first part still missing are freed.
         self.holes = OutputHoles(upload.path)
         self.part_sizes: dict[int, int] = {}

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from mirror.demo.stand_in.catalog import Catalog
-from mirror.errors import PermanentError, TransientError
-from mirror.item import MediaItem, MediaStream, ServedFile, normalize_item_id
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.item import MediaItem, MediaStream, ServedFile, normalize_item_id
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.jellyfin.client import ITEM_FIELDS
 from mirror.jellyfin.failures import file_missing, size_mismatch
 from mirror.jellyfin.models import parse_media_item
-from mirror.progress import AbortSignal, Progress, ProgressCallback
 
 CHUNK = 64 * 1024
 

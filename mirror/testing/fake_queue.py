@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mirror.item import ItemTitle, normalize_item_id
-from mirror.jobs import (
+from mirror.domain.item import ItemTitle, normalize_item_id
+from mirror.domain.jobs import (
     AttemptStats,
     Fence,
     JobNotFound,

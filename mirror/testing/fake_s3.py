@@ -19,9 +19,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mirror.errors import PermanentError
-from mirror.objects import FileDigest, Upload
-from mirror.progress import AbortSignal, Progress, ProgressCallback
+from mirror.domain.errors import PermanentError
+from mirror.domain.objects import FileDigest, Upload
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import threading
 import uuid
 from typing import Any
 
-from mirror.jobs import Fence
+from mirror.domain.jobs import Fence
 
 
 class InMemoryBeatQueue:

@@ -20,7 +20,7 @@ from pathlib import Path
 import imageio_ffmpeg
 
 from mirror.demo.media import SampleMedia, probe_duration, run_ffmpeg
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 
 MARK_S = 1.0  # the white frame and the start of the beep, in the source's time
 BEEP_S = 0.1

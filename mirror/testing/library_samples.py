@@ -20,7 +20,7 @@ from typing import Literal
 import imageio_ffmpeg
 
 from mirror.demo.media import SampleMedia, generate_sample, probe_duration, run_ffmpeg
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 
 ShapeKind = Literal["cover_art_mp4", "hevc", "h264_10bit", "ac3_51", "no_audio", "short_audio"]
 

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 
 # No moov mirror writes comes near this; a larger one is not ours.
 _MAX_MOOV_BYTES = 16 * 1024 * 1024

@@ -7,7 +7,7 @@ import shutil
 
 import imageio_ffmpeg
 
-from mirror.errors import ConfigError
+from mirror.domain.errors import ConfigError
 
 
 def find_ffmpeg(configured: str | None) -> str:

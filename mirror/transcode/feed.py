@@ -2,7 +2,7 @@
 
 ffmpeg given a file path takes the current end of a growing file for the end of the
 media, so it reads a pipe instead: this thread copies the file into it as bytes land
-(`mirror.growing_file`) and closes it, ffmpeg's EOF, only once the download is complete
+(`mirror.files.growing_file`) and closes it, ffmpeg's EOF, only once the download is complete
 (size checked) and every byte went in. A new attempt feeds from byte 0 of the partial
 file, then follows the resumed download. An MP4 with the moov at the end is fed in
 another order (`mirror.transcode.moov_first`): what is fed is a `FeedSource`.

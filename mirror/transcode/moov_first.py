@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mirror.growing_file import GrowingFile, GrowingReader, changed_while_read
+from mirror.files.growing_file import GrowingFile, GrowingReader, changed_while_read
 from mirror.transcode.probe import QUICK_PROBE_SIZE, ProbedFile, probe_file
 
 # The tail is held in memory while its moov is rewritten: a two-hour film's moov is a

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mirror.errors import PermanentError
-from mirror.item import MediaItem, MediaStream
-from mirror.naming import (
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
+from mirror.domain.naming import (
     AUDIO_DIR,
     SUBTITLE_DIR,
     VIDEO_FILE_NAME,

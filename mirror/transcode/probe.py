@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mirror.errors import PermanentError, TransientError
-from mirror.item import MediaStream
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.item import MediaStream
 from mirror.transcode.picture_listing import (
     NO_PICTURE_FACTS,
     Picture,

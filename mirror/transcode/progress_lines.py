@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from mirror.progress import Progress
+from mirror.domain.progress import Progress
 
 
 class FfmpegProgressParser:

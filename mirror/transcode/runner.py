@@ -7,8 +7,8 @@ import signal
 import subprocess
 from collections.abc import Callable
 
-from mirror.errors import PermanentError, TransientError
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.progress import AbortSignal, ProgressCallback
 from mirror.transcode.command import build_command
 from mirror.transcode.feed import FeedSource, SourceFeeder
 from mirror.transcode.plan import TranscodePlan

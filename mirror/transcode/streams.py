@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
-from mirror.errors import PermanentError
-from mirror.item import MediaItem, MediaStream
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.transcode.picture_listing import NO_PICTURE_FACTS
 from mirror.transcode.probe import ProbedFile, ProbedStream
 

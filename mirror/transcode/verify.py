@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 from mirror.transcode.audio_config import audio_config, read_moov
 from mirror.transcode.picture import VideoRange, display_size, range_of_transfer
 from mirror.transcode.picture_listing import NO_PICTURE_FACTS, Picture

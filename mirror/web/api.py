@@ -19,13 +19,13 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.cli.views import phase_eta, speed_text
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
 from mirror.db.records import JobNotFound, JobRecord, JobStateError
 from mirror.db.repository import JobRepository
-from mirror.jobs import STATUSES
-from mirror.redact import redact
+from mirror.domain.jobs import STATUSES
+from mirror.domain.redact import redact
+from mirror.views import phase_eta, speed_text
 from mirror.web.auth import (
     CSRF_HEADER,
     Session,

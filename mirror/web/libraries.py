@@ -3,7 +3,7 @@ library, and see where each library stands.
 
 Search is Jellyfin's own (`/Items?searchTerm=`); queueing a parent is the sweep of
 `mirror enqueue --parent-id`; a library's counts are `mirror sync --dry-run`'s classes
-(mirror.library_status) and "mirror the rest" is `mirror sync` without --delete. A
+(mirror.converge.library_status) and "mirror the rest" is `mirror sync` without --delete. A
 library's counts cost one walk of its listing, so they are kept for `COUNTS_TTL_S` and
 shown with the time they were computed; "mirror the rest" and a recount refresh them.
 """
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from mirror.converge.library_status import LibraryCounts, library_counts
+from mirror.converge.library_sweep import sweep_library
+from mirror.converge.sync import SyncJobs
 from mirror.db.repository import JobRepository
-from mirror.errors import PermanentError, TransientError
-from mirror.item import normalize_item_id
-from mirror.jellyfin import ItemHit, ItemPage, Library
-from mirror.library_status import LibraryCounts, library_counts
-from mirror.library_sweep import sweep_library
-from mirror.sync import SyncJobs
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.item import normalize_item_id
+from mirror.domain.listing import ItemHit, ItemPage, Library
 from mirror.web.api import ApiError
 
 COUNTS_TTL_S = 60.0

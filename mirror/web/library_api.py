@@ -11,8 +11,8 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.errors import MirrorError
-from mirror.item import normalize_item_id
+from mirror.domain.errors import MirrorError
+from mirror.domain.item import normalize_item_id
 from mirror.web.api import Access, ApiError, DashboardApi, json_response, read_body
 from mirror.web.libraries import LibraryBoard
 

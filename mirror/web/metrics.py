@@ -25,9 +25,9 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from mirror.db.engine import describe_database_error
 from mirror.db.stats import QueueSnapshot, QueueStats
-from mirror.errors import InsufficientSpace
-from mirror.logs import get_logger
-from mirror.sources import WAITING_FOR_PROBE
+from mirror.domain.errors import InsufficientSpace
+from mirror.domain.logs import get_logger
+from mirror.domain.sources import WAITING_FOR_PROBE
 
 # Phases run from seconds (a remux, a small upload) to hours (a 7 GB download, a re-encode).
 PHASE_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)

@@ -16,10 +16,10 @@ from werkzeug.exceptions import NotFound
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.cli.views import detail_rows
 from mirror.db.records import JobNotFound
-from mirror.durations import format_bytes, format_duration
-from mirror.redact import redact
+from mirror.domain.durations import format_bytes, format_duration
+from mirror.domain.redact import redact
+from mirror.views import detail_rows
 from mirror.web.api import DashboardApi, item_name, job_json
 from mirror.web.libraries import LibraryBoard
 from mirror.web.library_api import library_page_context

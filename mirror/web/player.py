@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mirror.db.records import JobNotFound, JobRecord
-from mirror.item import normalize_item_id
+from mirror.domain.item import normalize_item_id
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mirror.converge.delete_guard import DEFAULT_LIMIT, DeleteLimit
 from mirror.db.removals import Marked, Removals
-from mirror.delete_guard import DEFAULT_LIMIT, DeleteLimit
-from mirror.errors import MirrorError
+from mirror.domain.errors import MirrorError
 
 if TYPE_CHECKING:
     from mirror.settings import Settings

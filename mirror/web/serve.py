@@ -24,11 +24,11 @@ from werkzeug.wrappers import Request, Response
 from mirror.db.engine import describe_database_error
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.errors import ConfigError, MirrorError
-from mirror.item import normalize_item_id
-from mirror.jobs import DatabaseUnavailable
-from mirror.logs import get_logger
-from mirror.redact import redact
+from mirror.domain.errors import ConfigError, MirrorError
+from mirror.domain.item import normalize_item_id
+from mirror.domain.jobs import DatabaseUnavailable
+from mirror.domain.logs import get_logger
+from mirror.domain.redact import redact
 from mirror.web import metrics
 from mirror.web.dashboard import (
     DashboardApi,

@@ -15,7 +15,7 @@ import html
 import re
 from typing import Any
 
-from mirror.item import ItemTitle, normalize_item_id
+from mirror.domain.item import ItemTitle, normalize_item_id
 
 # The fields a notification is acted on by, plus the name for the log line.
 FIELDS = ("NotificationType", "ItemId", "ItemType", "Name")

@@ -22,8 +22,8 @@ from mirror.db.removals import Removals
 from mirror.db.stats import QueueStats
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
+from mirror.domain.manifest import RestoredJob
 from mirror.jellyfin.client import JellyfinClient
-from mirror.manifest import RestoredJob
 from mirror.web.removed_items import item_remover
 from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy
 from tests.fixtures.stack import Stack

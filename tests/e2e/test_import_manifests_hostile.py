@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from mirror.manifest import build_manifest, encode_manifest
+from mirror.domain.manifest import build_manifest, encode_manifest
 from tests.fixtures.stack import Stack
 
 GOOD = ["a" * 32, "b" * 32]

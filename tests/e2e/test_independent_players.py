@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from mirror.demo.media import describe_streams, probe_duration, run_ffmpeg
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 from mirror.transcode.probe import ffmpeg_listing
 from mirror.web.player import HLSJS_VERSION
 from tests.e2e.browser_support import (

@@ -6,7 +6,7 @@ import json
 
 from mirror.db.repository import Fence
 from mirror.demo.media import SampleMedia
-from mirror.jobs import Mirrored
+from mirror.domain.jobs import Mirrored
 from tests.fixtures.stack import Stack
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia, run_ffmpeg
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 from tests.fixtures.media import shared
 from tests.fixtures.stack import Stack
 

@@ -30,7 +30,7 @@ import pytest
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
-from mirror.jobs import Mirrored
+from mirror.domain.jobs import Mirrored
 from tests.fixtures.s3 import S3Target
 
 PASSWORD = "red team password 2026"

@@ -29,8 +29,8 @@ from mirror.db.removals import Removals
 from mirror.db.titles import record_titles
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.webhook import Delivered, WebhookPlugin
-from mirror.item import ItemTitle
-from mirror.manifest import RestoredJob
+from mirror.domain.item import ItemTitle
+from mirror.domain.manifest import RestoredJob
 from tests.fixtures.stack import Stack
 
 SECRET = "hook-secret"

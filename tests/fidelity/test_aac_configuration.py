@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia, run_ffmpeg
-from mirror.errors import PermanentError
-from mirror.progress import AbortSignal
+from mirror.domain.errors import PermanentError
+from mirror.domain.progress import AbortSignal
 from mirror.transcode import plan_transcode, probe_file, run_transcode, verify_outputs
 from mirror.transcode.audio_config import AudioConfig, audio_config, channels, read_moov
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia
-from mirror.jobs import JobRecord
-from mirror.pipeline import TranscodeOptions
+from mirror.domain.jobs import JobRecord
+from mirror.pipeline.steps import TranscodeOptions
 from mirror.transcode.audio_config import audio_config, read_moov
 from mirror.transcode.plan import OutputFormat
 from mirror.transcode.verify import duration_tolerance

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia
-from mirror.pipeline import TranscodeOptions
+from mirror.pipeline.steps import TranscodeOptions
 from mirror.testing import picture_samples
 from mirror.transcode.picture_listing import Picture
 from mirror.transcode.plan import VideoCodecSetting

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 from mirror.jellyfin.client import JellyfinClient
 from tests.fixtures.inprocess import InProcess
 

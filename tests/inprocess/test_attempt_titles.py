@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import JobRepository
 from mirror.demo.media import SampleMedia
-from mirror.item import ItemTitle
+from mirror.domain.item import ItemTitle
 from tests.fixtures.inprocess import InProcess
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia
-from mirror.item import MediaStream
-from mirror.jobs import JobRecord
+from mirror.domain.item import MediaStream
+from mirror.domain.jobs import JobRecord
 from mirror.testing.library_samples import ShapeKind, sidecar_layout
 from tests.fixtures.inprocess import InProcess
 from tests.fixtures.stack import mirrored_keys

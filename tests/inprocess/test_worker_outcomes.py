@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from mirror.attempt import Outcome
 from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams
-from mirror.errors import TransientError
-from mirror.item import ServedFile
-from mirror.jobs import DatabaseUnavailable, Fence
-from mirror.objects import Upload
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.domain.errors import TransientError
+from mirror.domain.item import ServedFile
+from mirror.domain.jobs import DatabaseUnavailable, Fence
+from mirror.domain.objects import Upload
+from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.runner.attempt import Outcome
 from mirror.testing.fake_s3 import InMemoryObjectStore
 from tests.fixtures.inprocess import InProcess
 from tests.fixtures.stack import mirrored_keys

@@ -8,19 +8,19 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db.repository import JobRepository, Lease
-from mirror.errors import (
+from mirror.domain.errors import (
     InsufficientSpace,
     PermanentError,
     ShutdownRequested,
     Stalled,
     TransientError,
 )
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import Mirrored
-from mirror.logs import get_logger
-from mirror.progress import AbortSignal
+from mirror.domain.jobs import Mirrored
+from mirror.domain.logs import get_logger
+from mirror.domain.progress import AbortSignal
+from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.runner.heartbeat import Heartbeat
 from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"

@@ -14,7 +14,7 @@ from mirror.db.dashboard import DashboardQueries
 from mirror.db.repository import JobRepository
 from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
-from mirror.redact import forget_secrets, register_secrets
+from mirror.domain.redact import forget_secrets, register_secrets
 from mirror.web.api import DashboardApi
 from mirror.web.auth import UiAuth
 from mirror.web.serve import MirrorWeb, WebhookPolicy

@@ -19,9 +19,9 @@ import pytest
 
 from mirror.db.download_slots import DownloadSlots
 from mirror.db.repository import JobRepository
-from mirror.errors import JobCancelled, ShutdownRequested, TransientError
-from mirror.heartbeat import Heartbeat
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import JobCancelled, ShutdownRequested, TransientError
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.runner.heartbeat import Heartbeat
 
 ITEM = "a" * 32
 
@@ -123,7 +123,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time, uuid
     from mirror.db.download_slots import DownloadSlots
-    from mirror.progress import AbortSignal
+    from mirror.domain.progress import AbortSignal
     url, hold_timeout = sys.argv[1], float(sys.argv[2])
     abort = AbortSignal()
     gate = DownloadSlots(url, 1, hold_timeout_s=hold_timeout, ping_interval_s=0.2)

@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from mirror.attempt import AttemptHistory
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import JobRepository
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import PermanentError, ShutdownRequested, TransientError
+from mirror.domain.errors import PermanentError, ShutdownRequested, TransientError
+from mirror.domain.jobs import AttemptStats, Fence, Lease, Mirrored
+from mirror.domain.objects import Upload
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.jellyfin.client import JellyfinClient
-from mirror.jobs import AttemptStats, Fence, Lease, Mirrored
-from mirror.objects import Upload
-from mirror.pipeline import MediaServer, ObjectStore
-from mirror.progress import AbortSignal, Progress
+from mirror.pipeline.steps import MediaServer, ObjectStore
+from mirror.runner.attempt import AttemptHistory
 from mirror.testing.fake_jellyfin import InMemoryJellyfin
 from mirror.testing.fake_queue import InMemoryJobQueue
 from mirror.testing.fake_s3 import InMemoryObjectStore

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import JobCancelled, PermanentError, TransientError
-from mirror.item import MediaStream
+from mirror.domain.errors import JobCancelled, PermanentError, TransientError
+from mirror.domain.item import MediaStream
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.jellyfin.client import JellyfinClient
 from mirror.jellyfin.partial import PartialRecord, read_record, write_record
-from mirror.progress import AbortSignal, Progress
 
 EXAMPLE = Path("/work/shared/jellyfin/example-movie.json")
 MB = 1024 * 1024

@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import TransientError
+from mirror.domain.errors import TransientError
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.jellyfin.body import open_direct_body
 from mirror.jellyfin.client import JellyfinClient, authorization_header
 from mirror.jellyfin.download import REPORT_EVERY_S
-from mirror.progress import AbortSignal, Progress
 
 MB = 1024 * 1024
 ITEM_ID = "5f0c1e2d3b4a59687766554433221100"

@@ -14,9 +14,9 @@ import pytest
 
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import PermanentError, TransientError
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.progress import AbortSignal
 from mirror.jellyfin.client import JellyfinClient
-from mirror.progress import AbortSignal
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 FAST = {"retry_attempts": 2, "retry_initial_wait": 0.001, "retry_max_wait": 0.01}

@@ -15,12 +15,12 @@ import pytest
 
 from mirror.demo.stand_in.catalog import Sidecar
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import PermanentError, TransientError
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.item import MediaStream
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.domain.sources import non_file_kind, require_media_file
 from mirror.hls.subtitles import fetch_sidecar_subtitles
-from mirror.item import MediaStream
 from mirror.jellyfin.client import JellyfinClient
-from mirror.progress import AbortSignal, Progress
-from mirror.sources import non_file_kind, require_media_file
 from mirror.transcode import plan_transcode
 
 FAST: dict[str, Any] = {"retry_initial_wait": 0.001, "retry_max_wait": 0.01, "read_timeout": 10}

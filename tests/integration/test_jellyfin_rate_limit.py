@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn
-from mirror.errors import ShutdownRequested
+from mirror.domain.errors import ShutdownRequested
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.jellyfin.client import JellyfinClient
-from mirror.progress import AbortSignal, Progress
 
 SIZE = 6_000_000
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 from mirror.jellyfin.client import JellyfinClient
 from mirror.jellyfin.client import authorization_header as auth
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn, most_at_once
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 
 SIZE = 100_000
 

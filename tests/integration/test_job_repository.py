@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from mirror.cli.views import speed_text
 from mirror.db.repository import Fence, JobNotFound, JobRepository, JobStateError
-from mirror.jobs import Mirrored
+from mirror.domain.jobs import Mirrored
+from mirror.views import speed_text
 from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"

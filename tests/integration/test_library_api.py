@@ -22,8 +22,8 @@ from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.demo.stand_in.server import JellyfinStandIn
+from mirror.domain.jobs import Mirrored
 from mirror.jellyfin.client import JellyfinClient
-from mirror.jobs import Mirrored
 from mirror.web.api import DashboardApi
 from mirror.web.auth import UiAuth
 from mirror.web.libraries import LibraryBoard
@@ -243,7 +243,7 @@ def test_library_counts_agree_with_mirror_sync_dry_run(
     make_web: Any, catalog: dict[str, Any], engine: Engine, jellyfin: JellyfinStandIn
 ) -> None:
     """Same listing, same classification: the page's numbers are sync's, class by class."""
-    from mirror.sync import sync_library
+    from mirror.converge.sync import sync_library
 
     history(engine, catalog)
     web = make_web()

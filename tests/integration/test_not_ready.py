@@ -10,14 +10,14 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import Fence, JobRepository, Lease
-from mirror.errors import InsufficientSpace, NotReady, TransientError
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import Mirrored
-from mirror.logs import get_logger
-from mirror.progress import AbortSignal
+from mirror.domain.errors import InsufficientSpace, NotReady, TransientError
+from mirror.domain.jobs import Mirrored
+from mirror.domain.logs import get_logger
+from mirror.domain.progress import AbortSignal
+from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.runner.heartbeat import Heartbeat
 from tests.fixtures.postgres import seconds_until_run_after
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"

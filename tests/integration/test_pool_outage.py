@@ -14,8 +14,8 @@ import pytest
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
-from mirror.jobs import DatabaseUnavailable
-from mirror.outage import durably
+from mirror.domain.jobs import DatabaseUnavailable
+from mirror.runner.outage import durably
 
 ITEM = "c0ffee00c0ffee00c0ffee00c0ffee00"
 

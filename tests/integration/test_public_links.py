@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from mirror import wiring
-from mirror.errors import ConfigError
+from mirror.domain.errors import ConfigError
 from mirror.settings import Settings, load_settings
 from mirror.web.player import Player
 from tests.fixtures.s3 import S3Target

@@ -9,15 +9,15 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine, text
 
-from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import JobRepository, Lease
-from mirror.errors import PermanentError, TransientError
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import Mirrored
-from mirror.logs import RedactSecrets, get_logger
-from mirror.progress import AbortSignal
-from mirror.redact import MASK, forget_secrets, register_secrets
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.jobs import Mirrored
+from mirror.domain.logs import RedactSecrets, get_logger
+from mirror.domain.progress import AbortSignal
+from mirror.domain.redact import MASK, forget_secrets, register_secrets
+from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.runner.heartbeat import Heartbeat
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 SECRET = "CANARY-int-9d2f"

@@ -18,11 +18,11 @@ import httpx
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.errors import SourceChanged, TransientError
-from mirror.growing_file import GrowingFile
+from mirror.domain.errors import SourceChanged, TransientError
+from mirror.domain.progress import AbortSignal
+from mirror.files.growing_file import GrowingFile
 from mirror.jellyfin.client import JellyfinClient
 from mirror.jellyfin.partial import PartialRecord, read_record, record_path, write_record
-from mirror.progress import AbortSignal
 
 MB = 1024 * 1024
 ITEM_ID = "5f0c1e2d3b4a59687766554433221100"

@@ -11,7 +11,7 @@ from mirror.db.counters import fold, read_totals
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.jobs import Mirrored
+from mirror.domain.jobs import Mirrored
 from mirror.web.metrics import PHASE_BUCKETS
 
 ITEMS = [uuid.uuid4().hex for _ in range(8)]

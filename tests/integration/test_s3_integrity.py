@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.exceptions import ConnectionClosedError
 
-from mirror.errors import TransientError
-from mirror.objects import FileDigest
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import TransientError
+from mirror.domain.objects import FileDigest
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB, Upload
 from tests.fixtures.s3 import S3Target
 from tests.fixtures.s3_checksums import damage_part

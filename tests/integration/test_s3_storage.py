@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import JobCancelled, LeaseLost, PermanentError, TransientError
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import JobCancelled, LeaseLost, PermanentError, TransientError
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.s3.storage import (
     AUDIO_CONTENT_TYPE,
     VIDEO_CONTENT_TYPE,

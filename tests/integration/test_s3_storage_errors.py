@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import PermanentError, TransientError
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.s3.storage import AUDIO_CONTENT_TYPE, S3Storage, Upload
 
 SECRET = "hunter2-very-secret-key"

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB, Upload
 from tests.fixtures.s3 import S3Target
 

@@ -17,6 +17,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from werkzeug.test import Client
 
+from mirror.converge.library_sweep import sweep_library
+from mirror.converge.sync import sync_library
 from mirror.db import migrations
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
@@ -27,11 +29,9 @@ from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.demo.stand_in.server import JellyfinStandIn
-from mirror.item import ItemTitle
+from mirror.domain.item import ItemTitle
+from mirror.domain.jobs import Mirrored
 from mirror.jellyfin.client import JellyfinClient
-from mirror.jobs import Mirrored
-from mirror.library_sweep import sweep_library
-from mirror.sync import sync_library
 from mirror.web.api import DashboardApi
 from mirror.web.auth import UiAuth
 from mirror.web.serve import MirrorWeb, WebhookPolicy

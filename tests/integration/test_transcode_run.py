@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams, generate_sample
-from mirror.errors import JobCancelled, LeaseLost, PermanentError, TransientError
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import JobCancelled, LeaseLost, PermanentError, TransientError
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
 from mirror.transcode.process import StderrTail, spawn
 
@@ -245,10 +245,10 @@ def test_corrupt_media_fails_permanently_with_ffmpegs_reason(
 _WORKER_SCRIPT = """
 import sys
 from pathlib import Path
-from mirror.progress import AbortSignal
+from mirror.domain.progress import AbortSignal
 from mirror.demo.media import generate_sample
 from mirror.transcode import plan_transcode, run_transcode
-from mirror.item import MediaItem, MediaStream
+from mirror.domain.item import MediaItem, MediaStream
 
 source, work_dir, ffmpeg = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 video = MediaStream(index=0, type="Video", codec="mpeg4", frame_rate=25.0)

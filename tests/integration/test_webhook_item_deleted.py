@@ -16,7 +16,7 @@ from mirror.db.mirrored import MirroredItems
 from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.manifest import RestoredJob
+from mirror.domain.manifest import RestoredJob
 from mirror.web.removed_items import item_remover
 from mirror.web.serve import SECRET_HEADER, MirrorWeb, WebhookPolicy
 

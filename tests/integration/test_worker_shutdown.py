@@ -6,10 +6,10 @@ import threading
 import time
 from pathlib import Path
 
-from mirror.attempt import Outcome
 from mirror.db.repository import JobRepository, Lease
-from mirror.progress import AbortSignal
-from mirror.worker import Worker, WorkerConfig
+from mirror.domain.progress import AbortSignal
+from mirror.runner.attempt import Outcome
+from mirror.runner.worker import Worker, WorkerConfig
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mirror.content_probe import PROBE_BYTES, content_probe_of_file, content_probe_of_item
-from mirror.errors import TransientError
+from mirror.domain.errors import TransientError
+from mirror.files.content_probe import PROBE_BYTES, content_probe_of_file, content_probe_of_item
 
 
 class Ranges:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.delete_guard import (
+from mirror.converge.delete_guard import (
     DEFAULT_LIMIT,
     EMPTY_LISTING,
     NO_LIMIT,
@@ -55,7 +55,7 @@ def test_delete_grace_defaults_to_seven_days_and_takes_zero() -> None:
 
 
 def test_days_print_as_days() -> None:
-    from mirror.durations import format_duration
+    from mirror.domain.durations import format_duration
 
     assert format_duration(7 * 86400) == "7d"
     assert format_duration(36 * 3600) == "1d12h"

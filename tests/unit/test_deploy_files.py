@@ -20,7 +20,7 @@ import typer.main
 import yaml
 
 from mirror.cli.commands import app
-from mirror.durations import parse_duration
+from mirror.domain.durations import parse_duration
 from mirror.settings import Settings, env_var, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.progress import Progress
+from mirror.domain.progress import Progress
 from mirror.transcode import FfmpegProgressParser
 from mirror.transcode.progress_lines import parse_clock, parse_speed_factor
 

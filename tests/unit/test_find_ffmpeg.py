@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import ConfigError
+from mirror.domain.errors import ConfigError
 from mirror.transcode import find_ffmpeg
 
 

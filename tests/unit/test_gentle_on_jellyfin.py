@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from mirror.durations import format_rate_limit, parse_rate
-from mirror.errors import ConfigError
+from mirror.domain.durations import format_rate_limit, parse_rate
+from mirror.domain.errors import ConfigError
 from mirror.jellyfin.throttle import TokenBucket
 from mirror.settings import load_settings
 
@@ -173,8 +173,8 @@ def test_n_bytes_at_a_real_rate_take_about_n_over_rate_seconds() -> None:
 
 
 def test_the_job_table_shows_why_a_job_waits() -> None:
-    from mirror.cli.views import progress_summary
-    from mirror.download_gate import waiting_for_slot
+    from mirror.pipeline.download_gate import waiting_for_slot
+    from mirror.views import progress_summary
 
     data = waiting_for_slot(2, 2).to_json()
     assert data == {"phase": "waiting", "note": "waiting for a download slot (2 of 2 in use)"}

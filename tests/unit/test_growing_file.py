@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import JobCancelled, SourceChanged
-from mirror.growing_file import REPORTED_WAIT_S, GrowingFile
-from mirror.progress import AbortSignal
+from mirror.domain.errors import JobCancelled, SourceChanged
+from mirror.domain.progress import AbortSignal
+from mirror.files.growing_file import REPORTED_WAIT_S, GrowingFile
 
 HANDOFFS = 20
 

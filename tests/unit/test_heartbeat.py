@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 
-from mirror.errors import JobCancelled, LeaseLost, Stalled
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import DatabaseUnavailable
-from mirror.phases import OverlappedPhases
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import JobCancelled, LeaseLost, Stalled
+from mirror.domain.jobs import DatabaseUnavailable
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.pipeline.phases import OverlappedPhases
+from mirror.runner.heartbeat import Heartbeat
 from mirror.testing.fakes import InMemoryBeatQueue
 
 

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
 from mirror.hls.fragments import (
     ByteRange,
     Fragment,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from mirror.errors import PermanentError, TransientError
+from mirror.domain.errors import PermanentError, TransientError
 from mirror.jellyfin.failures import RetryableError, classify_http_error
 
 REQUEST = httpx.Request("GET", "http://jellyfin:8096/Items")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.item import ItemTitle
+from mirror.domain.item import ItemTitle
 from mirror.jellyfin.models import parse_item_summary, parse_media_item
 from mirror.web.webhook_body import title_of
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.errors import PermanentError
-from mirror.item import MediaStream
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaStream
 from mirror.jellyfin.failures import RetryableError, RetryPolicy, parse_retry_after
 from mirror.jellyfin.models import (
     parse_item_summary,

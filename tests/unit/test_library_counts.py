@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mirror.library_status import COLUMNS, LibraryCounts
-from mirror.sync import SyncClass
+from mirror.converge.library_status import COLUMNS, LibraryCounts
+from mirror.converge.sync import SyncClass
 
 
 def test_every_class_a_listing_meets_has_a_column_and_items_add_up() -> None:

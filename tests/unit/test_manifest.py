@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mirror.manifest import (
+from mirror.domain.manifest import (
     ManifestError,
     build_manifest,
     decode_manifest,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from mirror.demo.media import run_ffmpeg
-from mirror.errors import SourceChanged
-from mirror.growing_file import GrowingFile
-from mirror.progress import AbortSignal
+from mirror.domain.errors import SourceChanged
+from mirror.domain.progress import AbortSignal
+from mirror.files.growing_file import GrowingFile
 from mirror.transcode.moov_first import (
     MoovFirstFeed,
     TailLayout,

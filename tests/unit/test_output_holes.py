@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mirror.files.holes import OutputHoles, punch_hole
 from mirror.hls.fragments import read_fragment_index
-from mirror.holes import OutputHoles, punch_hole
 from mirror.transcode.probe import probe_own_outputs
 
 FRAGMENTED = ["-movflags", "+frag_keyframe+empty_moov+default_base_moof"]

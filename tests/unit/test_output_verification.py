@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import PermanentError
-from mirror.item import MediaItem, MediaStream
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.transcode import plan_transcode
 from mirror.transcode.probe import ProbedFile, ProbedStream
 from mirror.transcode.verify import check_output, duration_tolerance

@@ -3,8 +3,8 @@ goes back, whatever order the overlapping phases report in."""
 
 from __future__ import annotations
 
-from mirror.phases import OverlappedPhases
-from mirror.progress import Progress
+from mirror.domain.progress import Progress
+from mirror.pipeline.phases import OverlappedPhases
 
 
 def _bytes(phase: str, done: int, total: int = 100) -> Progress:

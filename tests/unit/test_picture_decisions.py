@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.hls.fragments import ByteRange, Fragment, FragmentIndex
 from mirror.hls.playlists import VideoRendition, master_playlist
-from mirror.item import MediaItem, MediaStream
 from mirror.jellyfin.models import parse_media_stream
 from mirror.transcode import build_command, plan_transcode
 from mirror.transcode.picture import (

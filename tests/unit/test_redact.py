@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mirror.logs import RedactSecrets
-from mirror.redact import (
+from mirror.domain.logs import RedactSecrets
+from mirror.domain.redact import (
     MASK,
     forget_secrets,
     hide_url_password,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mirror.renames import renamed_manifest
+from mirror.converge.renames import renamed_manifest
 
 OLD, NEW = "a" * 32, "b" * 32
 

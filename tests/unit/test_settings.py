@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.durations import parse_duration, parse_size
-from mirror.errors import ConfigError
+from mirror.domain.durations import parse_duration, parse_size
+from mirror.domain.errors import ConfigError
 from mirror.settings import Settings, env_var, load_settings
 
 
@@ -217,6 +217,6 @@ def test_require_names_the_missing_variable() -> None:
     [(0.5, "500ms"), (2.82397, "2.8s"), (10, "10s"), (90, "1m30s"), (3600, "1h"), (5400, "1h30m")],
 )
 def test_durations_print_short(seconds: float, text: str) -> None:
-    from mirror.durations import format_duration
+    from mirror.domain.durations import format_duration
 
     assert format_duration(seconds) == text

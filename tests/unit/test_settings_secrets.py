@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import ConfigError
-from mirror.redact import forget_secrets, redact
+from mirror.domain.errors import ConfigError
+from mirror.domain.redact import forget_secrets, redact
 from mirror.settings import load_settings
 
 SECRET_VARIABLES = (

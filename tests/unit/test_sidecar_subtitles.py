@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.hls.subtitles import fetch_sidecar_subtitles
-from mirror.item import MediaItem, MediaStream
 from mirror.transcode import TranscodePlan, plan_transcode
 
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from mirror.errors import PermanentError
-from mirror.sources import non_file_kind, require_media_file
+from mirror.domain.errors import PermanentError
+from mirror.domain.sources import non_file_kind, require_media_file
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirror.naming import audio_file_name
+from mirror.domain.naming import audio_file_name
 from mirror.s3.storage import audio_key, video_key
 
 ITEM = "0123456789abcdef0123456789abcdef"

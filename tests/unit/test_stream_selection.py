@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import PermanentError
-from mirror.item import MediaItem, MediaStream
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.transcode import build_command, plan_transcode
 from mirror.transcode.probe import ProbedFile, ProbedStream
 from mirror.transcode.streams import select_streams

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mirror.item import MediaItem
+from mirror.domain.item import MediaItem
 from mirror.transcode.plan import MAX_COPY_START_GAP_S, plan_transcode
 from mirror.transcode.probe import parse_probe
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mirror.db.mirrored import ItemHistory
-from mirror.fingerprints import fingerprint_changes, only_time_changed
-from mirror.sync import SyncClass, classify
+from mirror.converge.fingerprints import fingerprint_changes, only_time_changed
+from mirror.converge.sync import SyncClass, classify
+from mirror.domain.jobs import ItemHistory
 
 ITEM = "a" * 32
 SOURCE = {"media_source_id": ITEM, "path": "/m/a.mkv", "size": 100, "etag": "e1"}

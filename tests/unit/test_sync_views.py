@@ -7,7 +7,7 @@ from io import StringIO
 from rich.console import Console
 
 from mirror.cli.sync_views import sync_details, sync_table
-from mirror.sync import SyncClass, SyncReport
+from mirror.converge.sync import SyncClass, SyncReport
 
 
 def rendered(table: object) -> str:

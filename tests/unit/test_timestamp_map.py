@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import PermanentError
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem
 from mirror.hls.fragments import read_fragment_index
 from mirror.hls.timestamp_map import (
     first_presentation_s,
     first_presentation_ticks,
     with_timestamp_map,
 )
-from mirror.item import MediaItem
 from mirror.transcode.plan import plan_transcode
 from mirror.transcode.probe import parse_probe
 

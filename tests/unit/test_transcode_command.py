@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from mirror.item import MediaItem, MediaStream
+from mirror.domain.item import MediaItem, MediaStream
 from mirror.transcode import TranscodePlan, build_command, plan_transcode
 
 FFMPEG = "/opt/ffmpeg/bin/ffmpeg"

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import PermanentError
-from mirror.item import MediaItem, MediaStream
-from mirror.naming import sanitize_language
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import MediaItem, MediaStream
+from mirror.domain.naming import sanitize_language
 from mirror.transcode import plan_transcode
 from mirror.transcode.plan import count_frames
 

@@ -6,9 +6,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from mirror.converge.verify import (
+    Verdict,
+    check_manifest,
+    check_object,
+    expected_objects,
+    item_verdict,
+)
 from mirror.db.records import JobRecord
-from mirror.manifest import build_manifest, encode_manifest
-from mirror.verify import Verdict, check_manifest, check_object, expected_objects, item_verdict
+from mirror.domain.manifest import build_manifest, encode_manifest
 
 ITEM = "b" * 32
 EXPECTED = {"key": f"p/{ITEM}/video.mp4", "size": 10, "sha256": "ab" * 32}

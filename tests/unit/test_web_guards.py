@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mirror.errors import ConfigError
+from mirror.domain.errors import ConfigError
 from mirror.settings import load_settings
 from mirror.web.proxies import behind_proxies
 from mirror.web.throttle import LoginThrottle

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import ConfigError
+from mirror.domain.errors import ConfigError
 from mirror.settings import load_settings
 
 

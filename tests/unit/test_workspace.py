@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.errors import InsufficientSpace, JobCancelled, PermanentError, TransientError
-from mirror.workspace import Workspace, clean_up_orphans, resumable_here
+from mirror.domain.errors import InsufficientSpace, JobCancelled, PermanentError, TransientError
+from mirror.files.workspace import Workspace, clean_up_orphans, resumable_here
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 

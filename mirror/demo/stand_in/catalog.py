@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror.demo.stand_in.search import search_by_name
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 
 TICKS_PER_SECOND = 10_000_000
 VERSION = "10.11.11"

@@ -33,7 +33,7 @@ from mirror.demo.stand_in.handler import (
 )
 from mirror.demo.stand_in.versions import strm_is_remote, strm_protocol
 from mirror.demo.stand_in.webhook import WebhookPlugin
-from mirror.item import MediaStream
+from mirror.domain.item import MediaStream
 
 __all__ = ["DownloadSpan", "JellyfinStandIn", "RequestRecord", "Sidecar", "most_at_once"]
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from mirror.progress import AbortSignal
+from mirror.domain.progress import AbortSignal
 
 T = TypeVar("T")
 

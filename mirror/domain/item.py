@@ -181,7 +181,7 @@ class ServedFile:
     size: int
     last_modified: str | None = None  # the HTTP Last-Modified (Jellyfin: the file's mtime)
     etag: str | None = None  # the HTTP ETag, if any (Jellyfin's /Download sends none)
-    content_probe: str | None = None  # mirror.content_probe of the bytes received
+    content_probe: str | None = None  # mirror.files.content_probe of the bytes received
 
 
 # .NET's Guid.TryParse formats N, D, B and P: the API sends N, webhook templates send D.

@@ -1,6 +1,6 @@
 """One attempt at one claimed job: heartbeat around the pipeline, then the job's fate.
 
-The fate follows from the kind of error alone (mirror.errors), and every statement that
+The fate follows from the kind of error alone (mirror.domain.errors), and every statement that
 records it is fenced by the lease, so a worker that lost its job changes nothing.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mirror.errors import (
+from mirror.domain.errors import (
     JobCancelled,
     LeaseLost,
     NotReady,
@@ -21,12 +21,12 @@ from mirror.errors import (
     Stalled,
     TransientError,
 )
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import AttemptStats, Fence, Lease, Mirrored
-from mirror.logs import ContextAdapter
-from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
-from mirror.progress import AbortSignal
-from mirror.redact import redact
+from mirror.domain.jobs import AttemptStats, Fence, Lease, Mirrored
+from mirror.domain.logs import ContextAdapter
+from mirror.domain.progress import AbortSignal
+from mirror.domain.redact import redact
+from mirror.runner.heartbeat import Heartbeat
+from mirror.runner.outage import DATABASE_OUTAGE, describe_outage, durably
 
 
 class Outcome(enum.Enum):

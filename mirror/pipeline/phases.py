@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from mirror.progress import Phase, Progress, ProgressCallback
+from mirror.domain.progress import Phase, Progress, ProgressCallback
 
 ORDER: tuple[Phase, ...] = ("download", "transcode", "upload")
 

@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mirror.db.mirrored import ItemHistory
-from mirror.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
-from mirror.fingerprints import ProbeContent, fingerprint_changes, only_touched
-from mirror.item import ItemTitle
-from mirror.jellyfin import ItemSummary
-from mirror.library_sweep import LibraryLister, PageProgress, titles_of
-from mirror.renames import CopyMirror, copy_renamed
-from mirror.sources import non_file_kind
+from mirror.converge.delete_guard import DEFAULT_LIMIT, NO_LIMIT, DeleteLimit, held_back
+from mirror.converge.fingerprints import ProbeContent, fingerprint_changes, only_touched
+from mirror.converge.library_sweep import LibraryLister, PageProgress, titles_of
+from mirror.converge.renames import CopyMirror, copy_renamed
+from mirror.domain.item import ItemTitle
+from mirror.domain.jobs import ItemHistory
+from mirror.domain.listing import ItemSummary
+from mirror.domain.sources import non_file_kind
 
 
 class SyncClass(enum.StrEnum):
@@ -287,7 +287,7 @@ def sync_library(
     With `probe` and `copy_mirror` (and not `dry_run`), a NEW item of the size of a
     mirrored item that has a content probe waits until the walk is done: when such a
     mirrored item turned out removed and the probes match, it was renamed, and its
-    mirror is copied to the new id instead of queueing a transcode (mirror.renames).
+    mirror is copied to the new id instead of queueing a transcode (mirror.converge.renames).
     """
     report = SyncReport(dry_run=dry_run, delete=deletion is not None)
     seen: set[str] = set()

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mirror.errors import MirrorError
-from mirror.item import title_label
+from mirror.domain.errors import MirrorError
+from mirror.domain.item import title_label
 
 
 class Status(enum.StrEnum):
@@ -82,7 +82,7 @@ class JobRecord:
     # Found gone from Jellyfin, and its objects deleted after MIRROR_DELETE_GRACE.
     removed_at: datetime | None = None
     objects_deleted_at: datetime | None = None
-    # What people call the item (mirror.item.ItemTitle): from the enqueue, the sweep,
+    # What people call the item (mirror.domain.item.ItemTitle): from the enqueue, the sweep,
     # sync or the webhook, refreshed by each attempt from the item it fetched.
     item_name: str | None = None
     item_type: str | None = None
@@ -152,6 +152,26 @@ class Mirrored:
     manifest_key: str | None = None
     hls_key: str | None = None
     subtitle_keys: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """What an enqueue did for one item: its job, and whether the job is new."""
+
+    job: JobRecord
+    created: bool  # False: the item already had an active job, returned as is
+
+
+@dataclass(frozen=True, slots=True)
+class ItemHistory:
+    """What sync needs of one item: its newest job's status and the newest done job."""
+
+    item_id: str
+    latest_status: str
+    done_source: dict[str, Any] | None  # `source` of the newest done job
+    has_done: bool
+    # The newest job is `removed` and its objects are still there (within the grace).
+    pending_removal: bool = False
 
 
 class DatabaseUnavailable(MirrorError):

@@ -26,8 +26,8 @@ import threading
 from pathlib import Path
 from typing import BinaryIO
 
-from mirror.errors import SourceChanged
-from mirror.progress import AbortSignal
+from mirror.domain.errors import SourceChanged
+from mirror.domain.progress import AbortSignal
 
 POLL_S = 0.02
 # With a reporting writer the size is still checked this often: a safety net only.

@@ -2,7 +2,7 @@
 
 The row's `source` (what the newest done job mirrored) against the listing's
 `ItemSummary.fingerprint()`: only facts that identify the bytes. When only the time
-changed, a content probe (mirror.content_probe) decides instead of the ETag.
+changed, a content probe (mirror.files.content_probe) decides instead of the ETag.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 # spellings of one symlinked file (jellyfin PR #15263).
 FINGERPRINT_FACTS = ("media_source_id", "size", "etag")
 
-# Answers the content probe (mirror.content_probe) of an item's file of this size, or None.
+# Answers the content probe (mirror.files.content_probe) of an item's file of this size, or None.
 ProbeContent = Callable[[str, int], "str | None"]
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mirror.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
+from mirror.domain.naming import AUDIO_DIR, VIDEO_FILE_NAME, audio_file_name
 
 # --- key layout --------------------------------------------------------------------
 

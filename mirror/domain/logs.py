@@ -13,7 +13,7 @@ import time
 from collections.abc import MutableMapping
 from typing import Any
 
-from mirror.redact import redact
+from mirror.domain.redact import redact
 
 QUIET_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpcore")
 

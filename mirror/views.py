@@ -11,7 +11,7 @@ from rich.text import Text
 
 from mirror.db.attempt_log import AttemptRecord
 from mirror.db.repository import JobRecord
-from mirror.durations import format_bytes, format_duration, format_rate
+from mirror.domain.durations import format_bytes, format_duration, format_rate
 
 STATUS_STYLES = {
     "new": "cyan",

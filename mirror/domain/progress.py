@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeVar
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mirror.progress")  # the name logs carried before the move to packages
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 Jellyfin derives an item's id from its path, so renaming or moving a file makes a new
 item with a new id, and the old one leaves the library in the same scan. When `mirror
-sync` finds a new item whose size and content probe (mirror.content_probe) equal those
+sync` finds a new item whose size and content probe (mirror.files.content_probe) equal those
 of a mirrored item that is gone, the new id's mirror is a server-side copy of the old
 one's objects (S3 CopyObject: no download, no ffmpeg). HLS playlists name their files
 relatively, so they stay valid under the new prefix byte for byte; only the manifest
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from mirror.fingerprints import ProbeContent
-from mirror.jellyfin import ItemSummary
-from mirror.manifest import (
+from mirror.converge.fingerprints import ProbeContent
+from mirror.domain.listing import ItemSummary
+from mirror.domain.manifest import (
     MANIFEST_CONTENT_TYPE,
     ManifestError,
     RestoredJob,
@@ -28,7 +28,7 @@ from mirror.manifest import (
     encode_manifest,
     restored_job,
 )
-from mirror.objects import item_prefix, manifest_key
+from mirror.domain.objects import item_prefix, manifest_key
 
 # Copies a removed item's mirror to a new item id (MirrorCopier.copy):
 # (old id, new id, new name, new source) -> whether the new id is mirrored now.

@@ -18,13 +18,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-from mirror.attempt import Outcome
-from mirror.errors import ShutdownRequested
-from mirror.jobs import Fence, JobNotFound, JobRecord, Lease, Rescued
-from mirror.logs import get_logger
-from mirror.outage import DATABASE_OUTAGE, describe_outage, durably
-from mirror.progress import AbortSignal
-from mirror.workspace import clean_up_orphans, resumable_here
+from mirror.domain.errors import ShutdownRequested
+from mirror.domain.jobs import Fence, JobNotFound, JobRecord, Lease, Rescued
+from mirror.domain.logs import get_logger
+from mirror.domain.progress import AbortSignal
+from mirror.files.workspace import clean_up_orphans, resumable_here
+from mirror.runner.attempt import Outcome
+from mirror.runner.outage import DATABASE_OUTAGE, describe_outage, durably
 
 log = get_logger("mirror.worker")
 

@@ -15,22 +15,24 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from mirror.background import BackgroundCall
-from mirror.content_probe import content_probe_of_file
-from mirror.download_gate import NO_DOWNLOAD_CAP, DownloadGate
-from mirror.errors import PermanentError
-from mirror.growing_file import GrowingFile
-from mirror.heartbeat import Heartbeat
+from mirror.domain.errors import PermanentError
+from mirror.domain.item import ItemTitle, MediaItem, ServedFile
+from mirror.domain.jobs import Fence, Lease, Mirrored
+from mirror.domain.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
+from mirror.domain.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
+from mirror.domain.progress import AbortSignal, ProgressCallback, abortably
+from mirror.domain.sources import require_media_file, require_probed
+from mirror.files.content_probe import content_probe_of_file
+from mirror.files.growing_file import GrowingFile
+from mirror.files.workspace import Workspace
 from mirror.hls import PlaylistFile, package_hls
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.hls.subtitles import fetch_sidecar_subtitles
-from mirror.item import ItemTitle, MediaItem, ServedFile
-from mirror.jobs import Fence, Lease, Mirrored
-from mirror.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
-from mirror.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
-from mirror.phases import OverlappedPhases
-from mirror.progress import AbortSignal, ProgressCallback, abortably
-from mirror.sources import require_media_file, require_probed
+from mirror.pipeline.background import BackgroundCall
+from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP, DownloadGate
+from mirror.pipeline.phases import OverlappedPhases
+from mirror.pipeline.versions import ffmpeg_version, mirror_version
+from mirror.runner.heartbeat import Heartbeat
 from mirror.transcode import (
     AudioCodecSetting,
     OutputFormat,
@@ -47,8 +49,6 @@ from mirror.transcode.feed import FeedSource
 from mirror.transcode.moov_first import MoovFirstFeed, moov_first_feed, probe_moov_first
 from mirror.transcode.streamable import HEAD_BYTES, bytes_before_probe
 from mirror.transcode.verify import VerifiedOutputs
-from mirror.versions import ffmpeg_version, mirror_version
-from mirror.workspace import Workspace
 
 
 class MediaServer(Protocol):

@@ -1,8 +1,8 @@
 """The one redaction step: configured secret values never reach a log line or a stored error.
 
 Adapters try not to quote secrets, but libraries do (httpx quotes a rejected header,
-a driver may echo a URL). So every log record (see mirror.logs) and every error written
-to Postgres (see mirror.attempt) passes through `redact`, which replaces the value of
+a driver may echo a URL). So every log record (see mirror.domain.logs) and every error written
+to Postgres (see mirror.runner.attempt) passes through `redact`, which replaces the value of
 every configured secret. The registry is process-wide because logging is: one process
 runs with one set of settings, registered when they load.
 """

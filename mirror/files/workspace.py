@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mirror.durations import format_bytes
-from mirror.errors import InsufficientSpace, JobCancelled, PermanentError
+from mirror.domain.durations import format_bytes
+from mirror.domain.errors import InsufficientSpace, JobCancelled, PermanentError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mirror.workspace")  # the name logs carried before the move to packages
 
 # Outputs are at most about the size of the source (remux) and usually far smaller.
 OUTPUT_FACTOR = 1.0

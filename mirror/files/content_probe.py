@@ -15,7 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import Protocol
 
-from mirror.errors import MirrorError
+from mirror.domain.errors import MirrorError
 
 PROBE_BYTES = 1024 * 1024  # from each end
 

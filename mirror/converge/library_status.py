@@ -1,6 +1,6 @@
 """Where a library stands, for the dashboard's library page, and "mirror the rest".
 
-The counts are `mirror sync --dry-run`'s classes (mirror.sync.sync_pages walks the
+The counts are `mirror sync --dry-run`'s classes (mirror.converge.sync.sync_pages walks the
 listing page by page and classifies with the same pure function), kept as numbers only:
 constant memory however big the library. "Mirror the rest" is the same walk not dry:
 it queues NEW and CHANGED, like `mirror sync` without --delete.
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mirror.library_sweep import LibraryLister
-from mirror.sync import SyncClass, SyncJobs, sync_pages
+from mirror.converge.library_sweep import LibraryLister
+from mirror.converge.sync import SyncClass, SyncJobs, sync_pages
 
 # The page's column of each class a listing walk can meet.
 COLUMNS = {

@@ -23,13 +23,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mirror.durations import format_duration
-from mirror.errors import JobCancelled, LeaseLost, Stalled
-from mirror.jobs import AttemptStats, Fence
-from mirror.outage import DATABASE_OUTAGE, describe_outage
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.durations import format_duration
+from mirror.domain.errors import JobCancelled, LeaseLost, Stalled
+from mirror.domain.jobs import AttemptStats, Fence
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.runner.outage import DATABASE_OUTAGE, describe_outage
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mirror.heartbeat")  # the name logs carried before the move to packages
 
 Clock = Callable[[], float]
 

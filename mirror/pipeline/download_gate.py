@@ -15,7 +15,7 @@ import uuid
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from mirror.progress import AbortSignal, Progress, ProgressCallback
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 
 
 class DownloadGate(Protocol):

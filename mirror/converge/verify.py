@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mirror.db.records import JobRecord
-from mirror.manifest import ManifestError, decode_manifest, manifest_differences
+from mirror.domain.jobs import JobRecord
+from mirror.domain.manifest import ManifestError, decode_manifest, manifest_differences
 
 
 class Verdict(enum.StrEnum):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from mirror.durations import format_duration
-from mirror.errors import NotReady, PermanentError
-from mirror.item import MediaItem
+from mirror.domain.durations import format_duration
+from mirror.domain.errors import NotReady, PermanentError
+from mirror.domain.item import MediaItem
 
 WAITING_FOR_PROBE = "waiting for Jellyfin to probe"
 

@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from mirror.jobs import DatabaseUnavailable
-from mirror.progress import AbortSignal
+from mirror.domain.jobs import DatabaseUnavailable
+from mirror.domain.progress import AbortSignal
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("mirror.outage")  # the name logs carried before the move to packages
 
 # What the database adapter raises for a dropped connection, a restarting server, a
 # refused connect, and a wait for a free pooled connection while statements hang.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mirror.item import normalize_item_id
+from mirror.domain.item import normalize_item_id
 
 MANIFEST_VERSION = 1
 MANIFEST_CONTENT_TYPE = "application/json"

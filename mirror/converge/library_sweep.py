@@ -7,14 +7,14 @@ so a periodic sweep is also how a deployment reconciles what it missed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from mirror.db.repository import JobRepository
-from mirror.item import ItemTitle
-from mirror.jellyfin import ItemPage, ItemSummary
-from mirror.sources import non_file_kind
+from mirror.domain.item import ItemTitle
+from mirror.domain.jobs import Enqueued
+from mirror.domain.listing import ItemPage, ItemSummary
+from mirror.domain.sources import non_file_kind
 
 
 class LibraryLister(Protocol):
@@ -23,6 +23,20 @@ class LibraryLister(Protocol):
     def iter_library_pages(
         self, parent_id: str, item_types: Sequence[str] = ..., page_size: int = ...
     ) -> Iterator[ItemPage]: ...
+
+
+class SweepQueue(Protocol):
+    """What a sweep needs from the job queue (JobRepository)."""
+
+    def enqueue(
+        self,
+        item_ids: Iterable[str],
+        *,
+        priority: int = ...,
+        max_attempts: int = ...,
+        skip_mirrored: bool = ...,
+        titles: Mapping[str, ItemTitle] | None = ...,
+    ) -> Sequence[Enqueued]: ...
 
 
 @dataclass
@@ -51,7 +65,7 @@ PageProgress = Callable[[int, int], None]
 
 def sweep_library(
     lister: LibraryLister,
-    repo: JobRepository,
+    repo: SweepQueue,
     parent_id: str,
     *,
     item_types: Sequence[str],

@@ -1,0 +1,1 @@
+"""Files on the worker's disk: work directories, files read while written, freed holes."""
