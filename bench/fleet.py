@@ -49,16 +49,16 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from mirror import wiring
-from mirror.attempt import AttemptPolicy, Outcome, run_attempt
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository
-from mirror.heartbeat import Heartbeat
-from mirror.jobs import Fence, Lease, Mirrored
-from mirror.logs import get_logger
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.jobs import Fence, Lease, Mirrored
+from mirror.domain.logs import get_logger
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.runner.heartbeat import Heartbeat
+from mirror.runner.worker import Worker, WorkerConfig
 from mirror.settings import load_settings
-from mirror.worker import Worker, WorkerConfig
 
 HEARTBEAT_INTERVAL = 0.1
 BOUNCER_POOL = 20  # PgBouncer's default_pool_size (also its own default)

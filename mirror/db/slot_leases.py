@@ -34,9 +34,9 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from mirror.db.engine import describe_database_error
 from mirror.db.schema import SCHEMA
-from mirror.download_gate import waiting_for_slot
-from mirror.errors import TransientError
-from mirror.progress import AbortSignal, ProgressCallback
+from mirror.domain.errors import TransientError
+from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.pipeline.download_gate import waiting_for_slot
 
 log = logging.getLogger("mirror.download_slots")
 

@@ -18,10 +18,10 @@ from mirror.db.engine import POOLER_HINT, make_engine
 from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository
 from mirror.db.slot_leases import LeasedDownloadSlots
-from mirror.download_gate import DownloadGate
-from mirror.errors import ShutdownRequested, TransientError
-from mirror.jobs import DatabaseUnavailable, Fence
-from mirror.progress import AbortSignal, Progress
+from mirror.domain.errors import ShutdownRequested, TransientError
+from mirror.domain.jobs import DatabaseUnavailable, Fence
+from mirror.domain.progress import AbortSignal, Progress
+from mirror.pipeline.download_gate import DownloadGate
 from tests.fixtures.pgbouncer import StartPgBouncer
 
 

@@ -8,7 +8,7 @@ from sqlalchemy import create_engine
 from mirror import wiring
 from mirror.db.download_slots import DownloadSlots
 from mirror.db.slot_leases import LeasedDownloadSlots
-from mirror.errors import ConfigError
+from mirror.domain.errors import ConfigError
 from mirror.settings import load_settings
 
 URL = "postgresql://mirror@db.example:5432/mirror"
