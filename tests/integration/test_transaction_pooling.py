@@ -80,7 +80,8 @@ def test_with_the_mode_nothing_is_prepared_and_the_beats_go_through(
 
 
 def take_two(gate: Callable[[], DownloadGate]) -> tuple[list[int], list[str]]:
-    """Hold a slot of one, then try a second one for 2 s: (slots got, notes seen)."""
+    """Hold a slot of one, then try a second one for 1 s: (slots got, notes seen). A
+    waiter reports `waiting` at its first try, so a second is plenty to see it."""
     got: list[int] = []
     notes: list[str] = []
 
@@ -90,7 +91,7 @@ def take_two(gate: Callable[[], DownloadGate]) -> tuple[list[int], list[str]]:
     with gate().download_slot(uuid.uuid4(), on_progress=note, abort=AbortSignal()):
         got.append(1)
         abort = AbortSignal()
-        timer = threading.Timer(2.0, lambda: abort.trigger(ShutdownRequested("gave up")))
+        timer = threading.Timer(1.0, lambda: abort.trigger(ShutdownRequested("gave up")))
         timer.start()
         try:
             with gate().download_slot(uuid.uuid4(), on_progress=note, abort=abort):
@@ -138,7 +139,9 @@ def test_listen_hears_nothing_behind_transaction_pooling(
             listener.start()
             time.sleep(0.5)  # LISTEN sent
             repo.enqueue([uuid.uuid4().hex])
-            heard[name] = wake.wait(3)
+            # Generous for the direct listener (it returns at once when woken); the
+            # deaf one waits it out.
+            heard[name] = wake.wait(1.5)
             stopping.set()
             listener.join(timeout=5)
     finally:
