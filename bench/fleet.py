@@ -30,7 +30,6 @@ Usage: python bench/fleet.py [--quick | --smoke]   (or BENCH_QUICK=1)
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import sys
@@ -38,7 +37,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -321,50 +319,6 @@ def run_fleet(mode: str, workers: int, plan: Plan, bouncer_port: int | None) -> 
     return run
 
 
-@contextlib.contextmanager
-def pgbouncer() -> Iterator[int]:
-    """Debian's PgBouncer in transaction mode in front of the admin URL's server."""
-    import pwd
-    import subprocess
-
-    binary = harness.apt_binary("pgbouncer", "pgbouncer")
-    server = make_url(harness.ADMIN_URL)
-    port = harness.free_port()
-    with tempfile.TemporaryDirectory(prefix="mirror-bench-pgbouncer-") as folder:
-        users = Path(folder) / "userlist.txt"
-        users.write_text(f'"{server.username or "postgres"}" ""\n')
-        ini = Path(folder) / "pgbouncer.ini"
-        ini.write_text(
-            f"""[databases]
-* = host={server.host or "127.0.0.1"} port={server.port or 5432}
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = {port}
-unix_socket_dir =
-auth_type = trust
-auth_file = {users}
-pool_mode = transaction
-default_pool_size = {BOUNCER_POOL}
-max_client_conn = 2000
-"""
-        )
-        argv = [binary, str(ini)]
-        if os.geteuid() == 0:  # PgBouncer refuses root; it reads its ini before switching
-            try:
-                user = pwd.getpwnam("postgres").pw_name
-            except KeyError:
-                user = "nobody"
-            argv[1:1] = ["-u", user]
-        log = (Path(folder) / "pgbouncer.log").open("wb")
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            harness.wait_for_port(port, process, "pgbouncer")
-            yield port
-        finally:
-            harness.stop_process(process)
-            log.close()
-
-
 # --- report --------------------------------------------------------------------------
 
 
@@ -411,7 +365,7 @@ def main() -> None:
     argv = sys.argv[1:]
     plan = plan_of(argv)
     runs: dict[str, list[Run]] = {"direct": [], "pgbouncer": []}
-    with pgbouncer() as port:
+    with harness.pgbouncer_in_front(pool_size=BOUNCER_POOL) as port:
         for workers in plan.fleet_sizes:
             for mode in ("direct", "pgbouncer"):
                 say(f"{mode}: {workers} workers x {plan.jobs_per_worker} jobs")
