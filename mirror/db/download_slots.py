@@ -15,7 +15,9 @@ count of rows: a slot must free itself when its holder can no longer use it.
   download without a slot.
 
 Waiters poll the keys, woken early by a NOTIFY on release. Every worker must be given
-the same N (a worker told 3 would also use key 2).
+the same N (a worker told 3 would also use key 2). Behind PgBouncer's transaction pooling
+(MIRROR_PGBOUNCER=transaction) a connection is no session, and mirror.db.slot_leases
+keeps the slots as leased rows instead.
 """
 
 from __future__ import annotations
