@@ -57,6 +57,7 @@ bench: install  ## the speed targets (BENCHMARKS.md) vs curl, nginx, ffmpeg, aws
 	$(BIN)/python bench/output_check.py
 	$(BIN)/python bench/dashboard.py
 	$(BIN)/python bench/download_cap.py
+	$(BIN)/python bench/fleet.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -3,8 +3,9 @@
 Each script measures one of the targets in BENCHMARKS.md against a peer tool. What they
 share lives here: quick mode, where generated data goes (bench/data/, gitignored), how
 peers are found or installed (Debian packages via apt-get, the AWS CLI in a venv of its
-own under bench/.peers/), a loopback nginx, a SeaweedFS S3 server, scratch Postgres databases
-named `mirror_bench_*`, and timing helpers that alternate ours and the peer.
+own under bench/.peers/), a loopback nginx, a SeaweedFS S3 server, a PgBouncer, scratch
+Postgres databases named `mirror_bench_*`, and timing helpers that alternate ours and
+the peer.
 """
 
 from __future__ import annotations
@@ -261,6 +262,52 @@ http {{
             yield f"http://127.0.0.1:{port}"
         finally:
             stop_process(process)
+
+
+@contextlib.contextmanager
+def pgbouncer_in_front(pool_size: int = 20) -> Iterator[int]:
+    """Debian's PgBouncer (installed when missing) in transaction mode in front of the
+    admin URL's server, with `pool_size` server connections per database; yields its port."""
+    import pwd
+
+    from sqlalchemy.engine import make_url
+
+    binary = apt_binary("pgbouncer", "pgbouncer")
+    server = make_url(ADMIN_URL)
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="mirror-bench-pgbouncer-") as folder:
+        users = Path(folder) / "userlist.txt"
+        users.write_text(f'"{server.username or "postgres"}" ""\n')
+        ini = Path(folder) / "pgbouncer.ini"
+        ini.write_text(
+            f"""[databases]
+* = host={server.host or "127.0.0.1"} port={server.port or 5432}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {users}
+pool_mode = transaction
+default_pool_size = {pool_size}
+max_client_conn = 2000
+"""
+        )
+        argv = [binary, str(ini)]
+        if os.geteuid() == 0:  # PgBouncer refuses root; it reads its ini before switching
+            try:
+                user = pwd.getpwnam("postgres").pw_name
+            except KeyError:
+                user = "nobody"
+            argv[1:1] = ["-u", user]
+        log = (Path(folder) / "pgbouncer.log").open("wb")
+        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_port(port, process, "pgbouncer")
+            yield port
+        finally:
+            stop_process(process)
+            log.close()
 
 
 @contextlib.contextmanager

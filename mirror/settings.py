@@ -38,6 +38,7 @@ from mirror.domain.redact import hide_url_password, register_secrets, url_passwo
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
+PoolingMode = Literal["off", "session", "transaction"]
 CONFIG_ENV_VAR = "MIRROR_CONFIG"
 
 
@@ -79,6 +80,13 @@ def _download_cap(value: Any) -> Any:
                 f"got {value!r}"
             )
         return int(text)
+    return value
+
+
+def _pooling_mode(value: Any) -> Any:
+    """`Transaction ` -> `transaction`; empty (an unset compose variable) means `off`."""
+    if isinstance(value, str):
+        return value.strip().lower() or "off"
     return value
 
 
@@ -130,6 +138,10 @@ class Settings(BaseSettings):
     )
 
     database_url: str | None = None
+    # What sits between the workers and Postgres (README: Connections at fleet size).
+    # `transaction`: PgBouncer's transaction pooling - no LISTEN (poll), download slots
+    # as leased rows, no prepared statements; `off`/`session`: a connection is a session.
+    pgbouncer: Annotated[PoolingMode, BeforeValidator(_pooling_mode)] = "off"
     poll_interval: Duration = 2.0
     stale_timeout: Duration = 30 * 60.0
     heartbeat_interval: Duration = 10.0
@@ -151,7 +163,8 @@ class Settings(BaseSettings):
     jellyfin_url: str | None = None
     jellyfin_api_key: Secret = None
     # Downloads from Jellyfin at once across every worker on every host (0: no cap);
-    # the slots are advisory locks in Postgres (mirror.db.download_slots).
+    # the slots are advisory locks in Postgres (mirror.db.download_slots), or leased rows
+    # with MIRROR_PGBOUNCER=transaction (mirror.db.slot_leases).
     jellyfin_max_downloads: Annotated[int, BeforeValidator(_download_cap)] = Field(
         default=0, ge=0, le=10_000
     )
@@ -325,6 +338,11 @@ class Settings(BaseSettings):
             value = getattr(self, name)
             if value is None or value == "":
                 raise ConfigError(f"{env_var(name)} is not set (needed by this command)")
+
+    @property
+    def transaction_pooling(self) -> bool:
+        """MIRROR_PGBOUNCER=transaction: no statement may rely on its session."""
+        return self.pgbouncer == "transaction"
 
     @property
     def database_url_required(self) -> str:

@@ -48,19 +48,29 @@ def worker_concurrency(settings: Settings, flag: int | None = None) -> int:
     return flag or settings.concurrency
 
 
-def worker_pool_size(concurrency: int) -> int:
+def worker_pool_size(concurrency: int, *, leased_slots: bool = False) -> int:
     """The most pooled connections a worker can use at once (README: connections).
 
     Per job slot two: its heartbeat keep-alive and its own statements (done, its fate,
     the attempt history) may each wait on Postgres at the same time; plus one for the
-    claim loop (claim, reaper, work-dir clean-up). The LISTEN connection is extra.
+    claim loop (claim, reaper, work-dir clean-up). The LISTEN connection is extra. With
+    `leased_slots` (download slots as rows, MIRROR_PGBOUNCER=transaction) a third per
+    job: renewing its slot's lease.
     """
-    return 2 * concurrency + 1
+    return (3 if leased_slots else 2) * concurrency + 1
 
 
-def connections_per_worker(concurrency: int) -> int:
-    """The most connections one worker process opens: its pool plus LISTEN."""
-    return worker_pool_size(concurrency) + 1
+def connections_per_worker(
+    concurrency: int, *, transaction_pooling: bool = False, download_cap: bool = False
+) -> int:
+    """The most connections one worker process opens (README: Connections at fleet size).
+
+    Session mode: the pool, LISTEN, and one per download slot held or awaited. Transaction
+    mode: the pool alone (no LISTEN; slot leases are pooled statements), 2c+1 or 3c+1.
+    """
+    if transaction_pooling:
+        return worker_pool_size(concurrency, leased_slots=download_cap)
+    return worker_pool_size(concurrency) + 1 + (concurrency if download_cap else 0)
 
 
 def database_engine(
@@ -71,14 +81,22 @@ def database_engine(
     With `concurrency`, the engine of a worker running that many jobs: sized by
     `worker_pool_size`, so waiting for a pooled connection never outlasts an outage.
     """
+    pooling = settings.transaction_pooling
     if concurrency is None:
-        engine = make_engine(settings.database_url_required, pool_size=settings.concurrency + 2)
+        engine = make_engine(
+            settings.database_url_required,
+            pool_size=settings.concurrency + 2,
+            transaction_pooling=pooling,
+        )
     else:
+        leased = pooling and bool(settings.jellyfin_max_downloads)
         engine = make_engine(
             settings.database_url_required,
             pool_size=WORKER_IDLE_CONNECTIONS,
-            max_overflow=worker_pool_size(concurrency) - WORKER_IDLE_CONNECTIONS,
+            max_overflow=worker_pool_size(concurrency, leased_slots=leased)
+            - WORKER_IDLE_CONNECTIONS,
             application_name=f"mirror-worker-{os.getpid()}",
+            transaction_pooling=pooling,
         )
     if check:
         try:
@@ -225,17 +243,30 @@ def object_links(settings: Settings, client: S3Client) -> ObjectLink:
     return links.presigned_links(signer, settings.s3_bucket, path_prefix=path_prefix)
 
 
-def download_gate(settings: Settings) -> DownloadGate:
+def download_gate(settings: Settings, engine: Engine | None = None) -> DownloadGate:
     """MIRROR_JELLYFIN_MAX_DOWNLOADS as slots in Postgres, or no gate at all (the default).
 
     A slot's connection is dropped by Postgres after a stale timeout of silence, and its
-    holder pings it every heartbeat interval (mirror.db.download_slots).
+    holder pings it every heartbeat interval (mirror.db.download_slots). Behind PgBouncer
+    in transaction mode a slot is a row leased for a stale timeout, renewed every
+    heartbeat interval through the worker's pool, `engine` (mirror.db.slot_leases).
     """
     from mirror.db.download_slots import DownloadSlots
     from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP
 
     if not settings.jellyfin_max_downloads:
         return NO_DOWNLOAD_CAP
+    if settings.transaction_pooling:
+        from mirror.db.slot_leases import LeasedDownloadSlots
+
+        assert engine is not None, "leased download slots need the worker's engine"
+        return LeasedDownloadSlots(
+            engine,
+            settings.jellyfin_max_downloads,
+            holder=worker_name(),
+            lease_s=settings.stale_timeout,
+            renew_interval_s=settings.heartbeat_interval,
+        )
     return DownloadSlots(
         settings.database_url_required,
         settings.jellyfin_max_downloads,
@@ -284,7 +315,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         s3_prefix=settings.s3_prefix,
         free_space_reserve=settings.free_space_reserve,
         unprobed_timeout=settings.unprobed_timeout,
-        download_gate=download_gate(settings),
+        download_gate=download_gate(settings, engine),
         titles=repo,
     )
     policy = AttemptPolicy(
@@ -316,5 +347,11 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         work_dir=settings.work_dir,
         active_hours=settings.active_windows,
     )
-    listen = JobListener(settings.database_url_required, reconnect_s=settings.poll_interval)
+    # Behind PgBouncer's transaction pooling LISTEN would hear nothing (the next statement
+    # runs on another server connection): the claim loop polls every MIRROR_POLL_INTERVAL.
+    listen = (
+        None
+        if settings.transaction_pooling
+        else JobListener(settings.database_url_required, reconnect_s=settings.poll_interval)
+    )
     return Worker(repo, run_one, config, listen=listen)

@@ -5,7 +5,7 @@ Every claim reads it (no claim unless `running`) and every heartbeat returns it 
 without a message bus. The row is created here, `running`; a CHECK keeps it the only one.
 
 Revision ID: 0011
-Revises: 0010
+Revises: 0012 (pool's download slots reached main first; one chain, one head)
 Create Date: 2026-12-04
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

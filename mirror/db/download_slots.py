@@ -15,7 +15,9 @@ count of rows: a slot must free itself when its holder can no longer use it.
   download without a slot.
 
 Waiters poll the keys, woken early by a NOTIFY on release. Every worker must be given
-the same N (a worker told 3 would also use key 2).
+the same N (a worker told 3 would also use key 2). Behind PgBouncer's transaction pooling
+(MIRROR_PGBOUNCER=transaction) a connection is no session, and mirror.db.slot_leases
+keeps the slots as leased rows instead.
 """
 
 from __future__ import annotations
@@ -107,15 +109,21 @@ class DownloadSlots:
     def _connect(self) -> _Conn:
         timeout_ms = max(1000, int(self.hold_timeout_s * 1000))
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self.url,
                 autocommit=True,  # session locks, never an open transaction
                 connect_timeout=10,
                 application_name=f"mirror-download-slot-{os.getpid()}",
-                options=f"-c idle_session_timeout={timeout_ms}",
             )
         except psycopg.Error as error:
             raise _unavailable("cannot connect to Postgres for a download slot", error) from None
+        try:
+            # A SET, not a startup `options`: PgBouncer (session pooling) refuses those.
+            conn.execute(f"SET idle_session_timeout = {timeout_ms}")
+        except psycopg.Error as error:
+            conn.close()
+            raise _unavailable("cannot connect to Postgres for a download slot", error) from None
+        return conn
 
     def _wait_for_slot(
         self,

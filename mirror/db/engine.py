@@ -61,26 +61,42 @@ def make_engine(
     pool_size: int = 5,
     max_overflow: int | None = None,
     application_name: str = "mirror",
+    transaction_pooling: bool = False,
 ) -> Engine:
     """An engine that survives Postgres restarts: pre-ping replaces dead connections.
 
     At most `pool_size + max_overflow` connections (default twice `pool_size`); only
     `pool_size` of them stay open when idle, the others close as they are returned.
+    With `transaction_pooling` (PgBouncer in transaction mode) psycopg never prepares a
+    statement: the next transaction may run on another server connection, where the
+    prepared statement does not exist (PgBouncer 1.18 does not track them).
     """
+    connect_args: dict[str, Any] = {"connect_timeout": 10, "application_name": application_name}
+    if transaction_pooling:
+        connect_args["prepare_threshold"] = None
     return create_engine(
         url,
         pool_pre_ping=True,
         pool_size=pool_size,
         max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_recycle=1800,
-        connect_args={"connect_timeout": 10, "application_name": application_name},
+        connect_args=connect_args,
     )
 
 
+# SQLSTATEs of a prepared statement missing or doubled on the server connection: what
+# psycopg meets behind a pooler in transaction mode unless it prepares nothing.
+_POOLER_SQLSTATES = frozenset({"26000", "42P05"})
+POOLER_HINT = "behind PgBouncer's transaction pooling? set MIRROR_PGBOUNCER=transaction"
+
+
 def describe_database_error(error: DBAPIError) -> str:
-    """First line of the driver's message; psycopg never echoes the password."""
+    """First line of the driver's message; psycopg never echoes the password. A prepared
+    statement error says what it most likely means: a transaction pooler in between."""
     original = error.orig if error.orig is not None else error
     first_line = str(original).strip().splitlines()[0] if str(original).strip() else ""
+    if getattr(original, "sqlstate", None) in _POOLER_SQLSTATES:
+        return f"{first_line} ({POOLER_HINT})"
     return first_line or type(original).__name__
 
 

@@ -218,3 +218,16 @@ fleet = Table(
     CheckConstraint("id = 1", name="one_row"),
     CheckConstraint("mode IN ('running', 'paused', 'draining')", name="mode"),
 )
+
+
+# MIRROR_JELLYFIN_MAX_DOWNLOADS slots as leased rows (migration 0012), used behind
+# PgBouncer's transaction pooling: mirror/db/slot_leases.py. Past `expires_at` = free.
+download_slots = Table(
+    "download_slots",
+    Base.metadata,
+    Column("slot", Integer, primary_key=True, autoincrement=False),
+    Column("lease_token", Uuid, nullable=False),
+    Column("job_id", Uuid, nullable=False),
+    Column("holder", Text, nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)

@@ -1,11 +1,11 @@
 """MIRROR_JELLYFIN_MAX_DOWNLOADS: the pipeline downloads only while it holds a slot.
 
 The pipeline wraps its download in `gate.download_slot(...)`; the database adapter
-(mirror.db.download_slots) keeps the slots in Postgres so the cap holds across every
-worker on every host. While a job waits for a slot it reports `Progress("waiting")`
-with a note, which keeps its heartbeat fresh, shows people why it is not moving, and
-keeps the stall watchdog quiet (waiting is not a hang). Without a cap the gate is
-`NO_DOWNLOAD_CAP`: no connection, no statement.
+(mirror.db.download_slots, or mirror.db.slot_leases behind PgBouncer) keeps the slots
+in Postgres so the cap holds across every worker on every host. While a job waits for a
+slot it reports `Progress("waiting")` with a note, which keeps its heartbeat fresh, shows
+people why it is not moving, and keeps the stall watchdog quiet (waiting is not a hang).
+Without a cap the gate is `NO_DOWNLOAD_CAP`: no connection, no statement.
 """
 
 from __future__ import annotations

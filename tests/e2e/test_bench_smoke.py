@@ -106,3 +106,32 @@ def test_proxy_rate_is_shared_by_all_connections(bench_modules: None) -> None:
     # 12 MB at 20 MB/s: 0.6 s if the budget is shared; per-connection pacing took 0.2 s.
     assert took >= 0.5, took
     assert took < 5, took
+
+
+def test_fleet_bench_reports_every_figure_with_and_without_pgbouncer(database_url: str) -> None:
+    # Two and three worker processes, three tiny jobs each, directly and through PgBouncer.
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "fleet.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line for line in run.stdout.splitlines() if re.match(r"(direct|pgbouncer) +N=", line)]
+    assert [row.split(":")[0].split() for row in rows] == [
+        ["direct", "N=", "2"],
+        ["direct", "N=", "3"],
+        ["pgbouncer", "N=", "2"],
+        ["pgbouncer", "N=", "3"],
+    ], run.stdout
+    for row in rows:
+        claims = re.search(r"([\d.]+) claims/s", row)
+        beats = re.search(r"heartbeat writes +([\d.]+)/s", row)
+        connections = re.search(r"most Postgres connections +(\d+)", row)
+        assert claims and float(claims.group(1)) > 0, row
+        assert beats and float(beats.group(1)) > 0, row
+        assert connections and int(connections.group(1)) >= 1, row
+        assert re.search(r"p99 claim +[\d.]+ ms", row), row
+    assert re.search(r"^pgbouncer: (saturates by|no saturation)", run.stdout, re.M), run.stdout
+    assert re.search(r"claims/s / ideal: [\d.]+x .* (PASS|MISS)$", run.stdout), run.stdout
