@@ -164,7 +164,12 @@ def worker(
         bool, typer.Option("--burst", help="Exit once nothing is claimable (cron, tests).")
     ] = False,
 ) -> None:
-    """Run jobs: claim, download, transcode, upload, mark done; SIGTERM stops gracefully."""
+    """Run jobs: claim, download, transcode, upload, mark done; SIGTERM stops gracefully.
+
+    Claims nothing while the fleet is paused or draining (`mirror pause`), nor outside
+    MIRROR_ACTIVE_HOURS (e.g. 01:00-07:00, the worker's local time: TZ), where its
+    running jobs finish.
+    """
     limit_malloc_arenas()  # before any thread of ours allocates
     config = settings()
     setup_logging(config.log_level)
