@@ -205,7 +205,7 @@ ended_sessions = Table(
 )
 
 
-# The fleet's one row (migration 0011; mirror/db/fleet.py): `running`, `paused` or
+# The fleet's one row (migration 0012; mirror/db/fleet.py): `running`, `paused` or
 # `draining`, read by every claim and returned by every heartbeat.
 fleet = Table(
     "fleet",
@@ -220,7 +220,7 @@ fleet = Table(
 )
 
 
-# MIRROR_JELLYFIN_MAX_DOWNLOADS slots as leased rows (migration 0012), used behind
+# MIRROR_JELLYFIN_MAX_DOWNLOADS slots as leased rows (migration 0011), used behind
 # PgBouncer's transaction pooling: mirror/db/slot_leases.py. Past `expires_at` = free.
 download_slots = Table(
     "download_slots",

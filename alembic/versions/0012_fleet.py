@@ -4,8 +4,8 @@ Every claim reads it (no claim unless `running`) and every heartbeat returns it 
 `paused` fleet releases running jobs), so one UPDATE reaches workers on every host
 without a message bus. The row is created here, `running`; a CHECK keeps it the only one.
 
-Revision ID: 0011
-Revises: 0012 (pool's download slots reached main first; one chain, one head)
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-04
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0012"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -6,7 +6,7 @@ then a row here, leased until `expires_at`, renewed by its holder every heartbea
 interval and deleted at the end of its download (mirror/db/slot_leases.py). A row past
 `expires_at` is a free slot (its holder died or went silent).
 
-Revision ID: 0012
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-04
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
