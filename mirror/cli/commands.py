@@ -24,11 +24,11 @@ from mirror.cli import converge, fleet
 from mirror.cli.boundary import fail, fail_unexpectedly
 from mirror.cli.malloc import limit_malloc_arenas
 from mirror.converge.library_sweep import sweep_library
-from mirror.db.engine import DatabaseUnavailable, describe_database_error
-from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
+from mirror.db.engine import describe_database_error
+from mirror.db.repository import JobRepository
 from mirror.domain.errors import ConfigError, MirrorError
 from mirror.domain.item import normalize_item_id
-from mirror.domain.jobs import STATUSES
+from mirror.domain.jobs import STATUSES, DatabaseUnavailable, JobNotFound, JobRecord, JobStateError
 from mirror.domain.logs import setup_logging
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.settings import Settings, load_settings

@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from mirror.db.counters import count_due, fold, read_totals
-from mirror.db.records import JobRecord
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.titles import TITLE_MATCHES, like_pattern
+from mirror.domain.jobs import JobRecord
 
 _COLUMNS = ", ".join(JobRecord.__slots__)
 

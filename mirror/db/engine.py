@@ -17,7 +17,6 @@ from mirror.domain.errors import ConfigError
 from mirror.domain.jobs import DatabaseUnavailable
 
 __all__ = [
-    "DatabaseUnavailable",
     "SchemaProblem",
     "check_schema",
     "describe_database_error",

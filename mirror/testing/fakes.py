@@ -10,7 +10,7 @@ import threading
 import uuid
 from typing import Any
 
-from mirror.domain.jobs import Fence, FleetMode
+from mirror.domain.jobs import Fence, FleetMode, Status
 
 
 class InMemoryBeatQueue:
@@ -35,12 +35,12 @@ class InMemoryBeatQueue:
         with self._lock:
             if self.fail_with is not None:
                 raise self.fail_with
-            if job_id == self.job_id and self.status == "processing" and token == self.token:
+            if job_id == self.job_id and self.status == Status.PROCESSING and token == self.token:
                 self.writes += 1
                 if progress is not None:
                     self.progress = progress
                 return Fence.PAUSED if self.fleet is FleetMode.PAUSED else Fence.OK
-            if self.status == "cancelled" and token == self.token:
+            if self.status == Status.CANCELLED and token == self.token:
                 return Fence.CANCELLED
             return Fence.LEASE_LOST
 

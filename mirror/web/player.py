@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mirror.db.records import JobNotFound, JobRecord
 from mirror.domain.item import normalize_item_id
+from mirror.domain.jobs import JobNotFound, JobRecord, Status
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -154,7 +154,7 @@ class Player:
             job = self.jobs.latest_for_item(normalize_item_id(raw_item_id))
         except (ValueError, JobNotFound) as error:
             return None, str(error)
-        if job.status != "done" or not job.hls_key:
+        if job.status != Status.DONE or not job.hls_key:
             return None, (
                 f"item {job.item_id} has no playable mirror (latest job {job.status}; "
                 "mirrored with MIRROR_OUTPUT_FORMAT=hls?)"

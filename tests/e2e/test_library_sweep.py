@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from mirror.db.repository import Fence
 from mirror.demo.media import SampleMedia
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Fence, Mirrored
 from tests.fixtures.stack import Stack
 
 

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from mirror.db.attempt_log import AttemptLog
-from mirror.db.records import JobRecord
 from mirror.demo.media import SampleMedia, describe_streams
+from mirror.domain.jobs import JobRecord
 from tests.fixtures.stack import Stack
 
 

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn, most_at_once
+from mirror.demo.stand_in.handler import DownloadSpan
+from mirror.demo.stand_in.server import JellyfinStandIn, most_at_once
 from mirror.domain.item import MediaStream
 
 SIZE = 100_000
@@ -313,7 +314,7 @@ def test_if_range_is_compared_as_a_date_and_an_etag_never_matches(
 def test_sidecars_are_listed_first_and_shift_the_index_of_the_files_streams(
     jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
 ) -> None:
-    from mirror.demo.stand_in.server import Sidecar
+    from mirror.demo.stand_in.catalog import Sidecar
 
     srt = media.with_suffix(".en.srt")
     item_id = jellyfin.add_item(

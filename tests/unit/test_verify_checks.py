@@ -13,7 +13,7 @@ from mirror.converge.verify import (
     expected_objects,
     item_verdict,
 )
-from mirror.db.records import JobRecord
+from mirror.domain.jobs import JobRecord
 from mirror.domain.manifest import build_manifest, encode_manifest
 
 ITEM = "b" * 32
