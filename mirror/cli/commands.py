@@ -24,7 +24,6 @@ from mirror.cli import converge, fleet
 from mirror.cli.boundary import fail, fail_unexpectedly
 from mirror.cli.malloc import limit_malloc_arenas
 from mirror.converge.library_sweep import sweep_library
-from mirror.db.engine import describe_database_error
 from mirror.db.repository import JobRepository
 from mirror.domain.errors import ConfigError, MirrorError
 from mirror.domain.item import normalize_item_id
@@ -438,8 +437,6 @@ fleet.register(app, fleet.Context(settings=settings, database=database, usage_er
 
 def main() -> None:
     """Entry point: run the app and turn known errors into one line and an exit code."""
-    from sqlalchemy.exc import DBAPIError
-
     try:
         app()  # standalone: usage errors print typer's message and exit 2 by themselves
     except KeyboardInterrupt:
@@ -448,8 +445,6 @@ def main() -> None:
         fail(str(error), 2)
     except (JobNotFound, JobStateError, DatabaseUnavailable, MirrorError) as error:
         fail(str(error), 1)
-    except DBAPIError as error:
-        fail(f"database error: {describe_database_error(error)}", 1)
     except Exception as error:  # the boundary: a bug or an unforeseen failure, one line
         fail_unexpectedly(error, with_traceback=_wants_traceback())
 

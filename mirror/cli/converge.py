@@ -27,7 +27,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
-from sqlalchemy.exc import DataError
 
 from mirror import wiring
 from mirror.cli.sync_views import DETAIL_ROWS, sync_details, sync_table
@@ -43,6 +42,7 @@ from mirror.converge.sync import Deletion, sync_library
 from mirror.converge.verify import Verdict, VerifyReport, verify_jobs
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.domain.item import normalize_item_id
+from mirror.domain.jobs import ValuesRefused
 from mirror.domain.manifest import ManifestError, decode_manifest, restored_job
 from mirror.domain.objects import item_prefix
 from mirror.files.content_probe import content_probe_of_item
@@ -255,8 +255,8 @@ def register(app: typer.Typer, db_app: typer.Typer, ctx: Context) -> None:
                 return f"{key}: not a manifest: {type(error).__name__}"
             try:
                 return mirrored.restore(job)
-            except DataError as error:  # e.g. a \u0000 in a string, which jsonb refuses
-                return f"{key}: Postgres refused its values: {str(error.orig).splitlines()[0]}"
+            except ValuesRefused as error:  # e.g. a \u0000 in a string, which jsonb refuses
+                return f"{key}: Postgres refused its values: {error.detail}"
 
         with (
             ThreadPoolExecutor(max_workers=8) as pool,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
+from mirror.db.engine import raises_unavailable
 from mirror.db.schema import JOBS as _JOBS
 from mirror.domain.jobs import Status
 
@@ -51,6 +52,7 @@ class Marked:
     items: int = 1  # how many items that was (a Series or Season: its mirrored episodes)
 
 
+@raises_unavailable
 class Removals:
     """Mark, restore and purge removed items."""
 

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from prometheus_client import Counter
-from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.db.engine import describe_database_error
 from mirror.db.removals import HELD_BACK
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
@@ -181,13 +179,8 @@ class MirrorWeb:
             reason = _unreadable(error)
             log.bind(remote=remote).warning("webhook rejected: %s", reason)
             return _json({"error": reason}, 400)
-        except (DBAPIError, DatabaseUnavailable) as error:
-            problem = (
-                error.detail
-                if isinstance(error, DatabaseUnavailable)
-                else describe_database_error(error)
-            )
-            log.bind(remote=remote).error("webhook failed: database: %s", problem)
+        except DatabaseUnavailable as error:
+            log.bind(remote=remote).error("webhook failed: database: %s", error.detail)
             return _json({"error": "database unavailable"}, 503)
         context = {
             "remote": remote,

@@ -127,6 +127,12 @@ def test_unreachable_database_exits_1_without_traceback() -> None:
     assert result.returncode == 1
     assert "cannot connect to Postgres" in result.stderr
     assert "Traceback" not in result.stderr
+    # The migration's driver error arrives as DatabaseUnavailable too (the CLI knows no other).
+    upgrade = run_mirror("db", "upgrade", database_url="postgresql://postgres@127.0.0.1:1/nothing")
+    assert upgrade.returncode == 1
+    assert (
+        upgrade.stderr.startswith("mirror: database error: ") and "Traceback" not in upgrade.stderr
+    )
 
 
 def test_db_upgrade_creates_the_schema(empty_database_url: str) -> None:
