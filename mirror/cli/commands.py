@@ -8,12 +8,11 @@ the one boundary: the traceback only with --debug or MIRROR_LOG_LEVEL=DEBUG).
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mirror import fleet_views, wiring
 from mirror.cli import converge, fleet
 from mirror.cli.boundary import fail, fail_unexpectedly
+from mirror.cli.context import Context, print_json
 from mirror.cli.malloc import limit_malloc_arenas
 from mirror.converge.library_sweep import sweep_library
 from mirror.db.repository import JobRepository
@@ -299,7 +299,7 @@ def jobs(
     repo = database().jobs
     records = repo.list(status=status, limit=limit, search=search)
     if as_json:
-        _print_json([record.to_json() for record in records])
+        print_json([record.to_json() for record in records])
     else:
         held_back = fleet_views.banner(repo.fleet_state(), settings().active_windows)
         if held_back:
@@ -317,7 +317,7 @@ def show(
     record = _find(db.jobs, job_or_item)
     attempts = db.attempts.attempts_of(record.id)
     if as_json:
-        _print_json({**record.to_json(), "attempt_history": [a.to_json() for a in attempts]})
+        print_json({**record.to_json(), "attempt_history": [a.to_json() for a in attempts]})
     else:
         stdout.print(job_details(record, attempts))
 
@@ -422,17 +422,9 @@ def _find(repo: JobRepository, job_or_item: str) -> JobRecord:
         raise JobNotFound(f"no job with id or item id {job_or_item}") from None
 
 
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-converge.register(
-    app,
-    db_app,
-    converge.Context(settings=settings, database=database, usage_error=UsageProblem, stdout=stdout),
-)
-
-fleet.register(app, fleet.Context(settings=settings, database=database, usage_error=UsageProblem))
+lent = Context(settings=settings, database=database, usage_error=UsageProblem, stdout=stdout)
+converge.register(app, db_app, lent)
+fleet.register(app, lent)
 
 
 def main() -> None:
