@@ -22,7 +22,11 @@ STATUS_TEXTS = {status.value for status in Status}
 
 @cache
 def _trees() -> dict[Path, ast.Module]:
-    paths = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    paths = [
+        *PACKAGE.rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "bench").rglob("*.py"),
+    ]
     return {path: ast.parse(path.read_text(encoding="utf-8"), str(path)) for path in paths}
 
 
