@@ -13,13 +13,13 @@ from mirror.db.attempt_log import AttemptRecord
 from mirror.domain.durations import format_bytes, format_duration, format_rate
 from mirror.domain.jobs import JobRecord, Status
 
-STATUS_STYLES = {
-    "new": "cyan",
-    "processing": "yellow",
-    "done": "green",
-    "failed": "red",
-    "cancelled": "magenta",
-    "removed": "dim",
+STATUS_STYLES: dict[str, str] = {  # Status members: the rows' text finds them
+    Status.NEW: "cyan",
+    Status.PROCESSING: "yellow",
+    Status.DONE: "green",
+    Status.FAILED: "red",
+    Status.CANCELLED: "magenta",
+    Status.REMOVED: "dim",
 }
 
 

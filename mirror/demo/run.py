@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 BUCKET = "mirror-demo"
 PREFIX = "demo"
-FINISHED = ("done", "failed", "cancelled")
+FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 # One sample that is remuxed (H.264/AAC is copied) and one that is re-encoded.
 SAMPLES: tuple[tuple[SampleKind, str], ...] = (
     ("h264_aac", "Demo Remux (H.264 + AAC, copied)"),
@@ -268,7 +268,7 @@ def _demo_logging(console: Console, verbose: bool) -> Iterator[None]:
 def _refuse_busy_queue(stats: QueueStats) -> None:
     """A shared queue would hand real jobs to the demo's worker (and demo jobs to yours)."""
     counts = stats.jobs_by_status()
-    active = counts.get("new", 0) + counts.get("processing", 0)
+    active = counts.get(Status.NEW, 0) + counts.get(Status.PROCESSING, 0)
     if active:
         raise ConfigError(
             f"the database of MIRROR_DATABASE_URL has {active} queued or running job(s); "

@@ -22,7 +22,7 @@ class InMemoryBeatQueue:
     def __init__(self, job_id: uuid.UUID, token: uuid.UUID) -> None:
         self.job_id = job_id
         self.token: uuid.UUID | None = token
-        self.status = "processing"
+        self.status: str = Status.PROCESSING
         self.progress: dict[str, Any] | None = None
         self.writes = 0
         self.fail_with: BaseException | None = None
@@ -46,7 +46,7 @@ class InMemoryBeatQueue:
 
     def cancel(self) -> None:
         with self._lock:
-            self.status = "cancelled"
+            self.status = Status.CANCELLED
 
     def set_fleet_mode(self, mode: FleetMode) -> None:
         with self._lock:
