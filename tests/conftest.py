@@ -1,5 +1,16 @@
 """Shared fixtures live in tests/fixtures/, one module per real service."""
 
+import os
+import sys
+
+# Bytecode is written and read during the tests even where PYTHONDONTWRITEBYTECODE is set
+# (CI machines and the Dockerfile set it): without it each xdist worker compiles mirror/
+# and pytest rewrites every test module from source (~4 CPU-s a worker), and each of the
+# hundreds of `mirror` processes the tests start compiles the modules it imports again.
+# Popped before xdist starts its workers, so they and every subprocess inherit it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.media",
@@ -60,3 +71,12 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))  # type: ignore[attr-defined]
     items.sort(key=lambda item: group_of(item) is None)
+
+
+def pytest_configure(config: object) -> None:
+    """mirror/ compiled once, before the workers start: not by each worker and process."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        import compileall
+        from pathlib import Path
+
+        compileall.compile_dir(Path(__file__).parent.parent / "mirror", quiet=1)
