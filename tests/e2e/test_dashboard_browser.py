@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -36,7 +36,6 @@ CHROMIUM_ARGS = [
 ]
 PASSWORD = "dashboard test password"
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "dashboard.png"
-SLOW_TRANSCODE = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_X264_PRESET": "veryslow"}
 
 
 def free_port() -> int:
@@ -87,7 +86,11 @@ def bar_width(page: object, job_id: str) -> float:
 
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
 def test_dashboard_shows_progress_and_cancels_a_running_job(
-    stack: Stack, served: str, sample_slow: SampleMedia, tmp_path: Path
+    stack: Stack,
+    served: str,
+    sample_slow: SampleMedia,
+    tmp_path: Path,
+    paced_ffmpeg: Callable[[float], str],
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -95,7 +98,10 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
     [job_id] = stack.enqueue(item)
     size = sample_slow.path.stat().st_size
     stack.jellyfin.throttle(max(size // 12, 64 * 1024))  # a download of about 12 s
-    stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **SLOW_TRANSCODE)
+    # A re-encode still running when the download is done, at little CPU: the 20 s clip
+    # read at half speed (tests/fixtures/media.py) lasts 40 s unless cancelled.
+    slow_transcode = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_FFMPEG_PATH": paced_ffmpeg(0.5)}
+    stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **slow_transcode)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
