@@ -12,17 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from mirror.demo.media import SampleMedia
-from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of
+from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of, serving_in_process
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
@@ -46,30 +43,12 @@ def free_port() -> int:
 
 @pytest.fixture
 def served(stack: Stack) -> Iterator[str]:
-    """`mirror serve` as a user runs it, with a dashboard password; its base URL."""
-    port = free_port()
-    log = open(stack.log_dir / "serve.log", "w")  # noqa: SIM115 - closed right after start
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mirror.cli", "serve", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=stack.env(MIRROR_WEBHOOK_SECRET="hook secret 123", MIRROR_UI_PASSWORD=PASSWORD),
-    )
-    log.close()
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return process.poll() is not None and False
-
-    try:
-        stack.wait_for(healthy, 30, "mirror serve")
+    """What `mirror serve` serves, with a dashboard password; its base URL. From a thread of
+    this process (serving_in_process): the page is the subject; test_red_team.py starts
+    `mirror serve` itself."""
+    environment = stack.env(MIRROR_WEBHOOK_SECRET="hook secret 123", MIRROR_UI_PASSWORD=PASSWORD)
+    with serving_in_process(environment) as base:
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def bar_width(page: object, job_id: str) -> float:
