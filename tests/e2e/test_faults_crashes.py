@@ -218,7 +218,7 @@ def test_cancel_during_transcode_kills_ffmpeg_and_writes_nothing(
     worker = stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="1s", **slow_transcode)
     wait_phase(stack, item, "transcode")
     stack.wait_for(lambda: ffmpeg_pids(str(stack.work_dir)), 30, "ffmpeg")
-    assert stack.mirror("cancel", job_id).returncode == 0
+    assert stack.mirror_here("cancel", job_id).returncode == 0
     cancelled_at = time.monotonic()
     stack.wait_for(lambda: not ffmpeg_pids(str(stack.work_dir)), 10, "ffmpeg to die")
     assert time.monotonic() - cancelled_at <= 2 * 1.0 + 0.5  # two heartbeat intervals

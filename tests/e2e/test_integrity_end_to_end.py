@@ -43,13 +43,13 @@ def test_done_row_and_show_carry_size_and_sha256_of_every_stored_object(
     job = stack.job(item)
     assert job.video is not None and job.audio_keys is not None
 
-    shown = stack.mirror("show", item)
+    shown = stack.mirror_here("show", item)
     assert shown.returncode == 0, shown.stderr
     for entry in outputs:
         # Whole: rich may wrap a long line before the hash, never inside it.
         assert entry["sha256"] in shown.stdout
 
-    as_json = json.loads(stack.mirror("show", item, "--json").stdout)
+    as_json = json.loads(stack.mirror_here("show", item, "--json").stdout)
     assert {k: as_json["video"][k] for k in ("key", "size", "sha256")} == {
         k: job.video[k] for k in ("key", "size", "sha256")
     }
