@@ -45,8 +45,8 @@ TIMING = {
 # second worker, beside the timing chain rather than at its end.
 BUSY = {
     "test_canary_secrets_appear_nowhere_after_the_fault_scenarios",
-    "test_eight_processes_claim_each_of_2000_jobs_exactly_once",
-    "test_four_workers_with_two_slots_mirror_30_items_exactly_once",
+    "test_eight_processes_claim_each_of_600_jobs_exactly_once",
+    "test_four_workers_with_two_slots_mirror_16_items_exactly_once",
     "test_four_workers_with_max_downloads_2_never_download_more_than_two_at_once",
     "test_two_workers_behind_transaction_pooling_mirror_everything_one_download_at_once",
 }
