@@ -73,8 +73,7 @@ def test_jellyfin_503_then_5xx_then_a_cut_connection_within_the_first_attempt(
     stack.jellyfin.fail_next(502, path_prefix=f"/Items/{item}/Download")
     stack.jellyfin.cut_after(sample_h264_aac.size // 2)
     stack.enqueue(item)
-    result = stack.mirror("worker", "--burst")
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert stack.burst_in_process() == ["done"]  # the retries are the subject, not the process
     job = stack.job(item)
     assert (job.status, job.attempts) == ("done", 1), job.error
     statuses = [r.status for r in stack.jellyfin.requests if r.path.startswith("/Items")]
