@@ -3,6 +3,8 @@
 import os
 import sys
 
+import pytest
+
 # Bytecode is written and read during the tests even where PYTHONDONTWRITEBYTECODE is set
 # (CI machines and the Dockerfile set it): without it each xdist worker compiles mirror/
 # and pytest rewrites every test module from source (~4 CPU-s a worker), and each of the
@@ -52,13 +54,15 @@ BUSY = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
     """Every test under tests/e2e carries the `e2e` marker (`make test-fast` skips them).
 
     The two groups go first: --dist loadgroup hands out work in collection order, so
     each long chain starts at once on a worker of its own while the rest spreads out.
+    Run first (tryfirst): xdist's worker turns the `xdist_group` marks into node ids in
+    the same hook, and without it ran before the marks were there (no group existed).
     """
-    import pytest
 
     def group_of(item: object) -> str | None:
         name = getattr(item, "originalname", None)
