@@ -49,7 +49,7 @@ def test_hostile_manifests_are_named_and_skipped_and_the_good_ones_imported(
     _put(stack, HUGE, huge)
     _put(stack, NUL, _good(NUL, {"size": 10, "Path": "a\u0000b"}))
 
-    result = stack.mirror("db", "import-manifests")
+    result = stack.mirror_here("db", "import-manifests")
 
     assert result.returncode == 1, result.stdout + result.stderr
     assert "unexpected error" not in result.stderr and "Traceback" not in result.stderr
