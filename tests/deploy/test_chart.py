@@ -166,7 +166,7 @@ def test_the_validation_would_catch_a_misspelt_field() -> None:
         validate(scaled)
 
 
-@pytest.mark.parametrize("grace", ["30s", "2m", "45", "1500ms", "1h"])
+@pytest.mark.parametrize("grace", ["30s", "2m", "45", "500ms", "1h"])
 def test_the_termination_grace_outlasts_the_shutdown_grace_and_the_release(grace: str) -> None:
     """SIGKILL only after MIRROR_SHUTDOWN_GRACE and the worker's own release of an attempt
     that ignores the abort (WorkerConfig.abort_wait), with a margin for the release."""
@@ -353,3 +353,17 @@ def test_the_scaled_job_variant_replaces_the_deployment_with_burst_workers() -> 
 def test_the_readme_of_the_keda_schema_names_its_source() -> None:
     readme = (Path(HERE) / "keda_schema" / "README.md").read_text()
     assert re.search(r"\b[0-9a-f]{40}\b", readme)
+
+
+def test_the_readme_shows_the_query_the_chart_renders() -> None:
+    readme = (CHART.parents[2] / "README.md").read_text()
+    section = readme.split("\n## Running a fleet\n", 1)[1].split("\n## ", 1)[0]
+    (shown,) = re.findall(r"```sql\n(.*?)```", section, re.DOTALL)
+    (trigger,) = one(render(**{"keda.enabled": "true"}), "ScaledObject")["spec"]["triggers"]
+
+    def squeeze(sql: str) -> str:
+        return re.sub(r"\s+", " ", sql).replace("( ", "(").replace(" )", ")").strip()
+
+    assert squeeze(shown.replace("<worker.concurrency>", "1")) == squeeze(
+        trigger["metadata"]["query"]
+    )
