@@ -309,6 +309,9 @@ def test_the_work_directory_is_sized_from_the_values(kind: str) -> None:
     (work,) = [v for v in pod["volumes"] if v["name"] == "work"]
     if kind == "emptyDir":
         assert work["emptyDir"] == {"sizeLimit": "64Gi"}
+        # The scheduler places the pod on a node with that much room.
+        requests = pod["containers"][0]["resources"]["requests"]
+        assert requests["ephemeral-storage"] == "64Gi"
     elif kind == "ephemeral":
         claim = work["ephemeral"]["volumeClaimTemplate"]["spec"]
         assert claim["resources"]["requests"]["storage"] == "64Gi"
@@ -367,3 +370,10 @@ def test_the_readme_shows_the_query_the_chart_renders() -> None:
     assert squeeze(shown.replace("<worker.concurrency>", "1")) == squeeze(
         trigger["metadata"]["query"]
     )
+
+
+def test_numbers_in_the_values_reach_the_environment_as_written() -> None:
+    """Helm reads YAML numbers as floats: 1000000000 must not become 1e+09."""
+    data = one(render(EVERYTHING), "ConfigMap")["data"]
+    assert data["MIRROR_FREE_SPACE_RESERVE"] == "1000000000"
+    assert data["MIRROR_JELLYFIN_MAX_DOWNLOADS"] == "4"

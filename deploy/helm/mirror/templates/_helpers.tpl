@@ -77,6 +77,18 @@ release's own UPDATE and the process exit. Kubernetes sends SIGKILL after it.
 {{- addf $grace 10.0 $margin | ceil | int -}}
 {{- end -}}
 
+{{/*
+A setting's value as the environment holds it: YAML numbers stay whole (Helm reads them
+as floats, and 1000000 would print as 1e+06).
+*/}}
+{{- define "mirror.envValue" -}}
+{{- if and (kindIs "float64" .) (eq (floor .) .) -}}
+{{- printf "%d" (int64 .) -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The secret settings' names (keys of secrets.values), sorted. */}}
 {{- define "mirror.secretKeys" -}}
 {{- keys .Values.secrets.values | sortAlpha | join "," -}}
@@ -147,7 +159,7 @@ env:
   {{- end }}
   {{- range $key, $value := .Values.worker.env }}
   - name: {{ $key }}
-    value: {{ $value | quote }}
+    value: {{ include "mirror.envValue" $value | quote }}
   {{- end }}
   {{- include "mirror.secretEnv" . | nindent 2 }}
 {{- end -}}
@@ -164,6 +176,14 @@ env:
 {{- end -}}
 {{- if $limits -}}
 {{- $_ := set $resources "limits" $limits -}}
+{{- end -}}
+{{- if eq .Values.worker.workDir.type "emptyDir" -}}
+{{- /* The scheduler counts an emptyDir only through the pod's ephemeral-storage request. */ -}}
+{{- $requests := default (dict) $resources.requests -}}
+{{- if not (hasKey $requests "ephemeral-storage") -}}
+{{- $_ := set $requests "ephemeral-storage" .Values.worker.workDir.size -}}
+{{- end -}}
+{{- $_ := set $resources "requests" $requests -}}
 {{- end -}}
 {{- toYaml $resources -}}
 {{- end -}}
