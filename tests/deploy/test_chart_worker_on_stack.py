@@ -69,7 +69,7 @@ def test_the_rendered_worker_container_mirrors_a_job_and_stops_on_sigterm(
         stopped = time.monotonic()
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=pod["terminationGracePeriodSeconds"]) == 0
-        assert time.monotonic() - stopped < 10  # idle: nothing to release
+        assert time.monotonic() - stopped < 25  # idle: no grace to wait out
     finally:
         if worker.poll() is None:
             worker.kill()
