@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,11 @@ def run_helm(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _flags(values_files: tuple[Path, ...], sets: tuple[tuple[str, str], ...]) -> list[str]:
     flags = [arg for path in values_files for arg in ("--values", str(path))]
-    return flags + [arg for key, value in sets for arg in ("--set-string", f"{key}={value}")]
+    return flags + [arg for key, value in sets for arg in ("--set-json", f"{key}={value}")]
+
+
+def _as_json(sets: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((key, json.dumps(value)) for key, value in sets.items()))
 
 
 @functools.lru_cache(maxsize=32)
@@ -50,16 +55,16 @@ def _render(values_files: tuple[Path, ...], sets: tuple[tuple[str, str], ...]) -
     return done.stdout
 
 
-def render(*values_files: Path, **sets: str) -> list[Manifest]:
-    """`helm template` with these values files and `--set-string key=value`s (keys with
-    dots: pass them as `**{"worker.concurrency": "2"}`); cached per arguments."""
-    text = _render(tuple(values_files), tuple(sorted(sets.items())))
+def render(*values_files: Path, **sets: Any) -> list[Manifest]:
+    """`helm template` with these values files and `--set-json key=value`s (keys with
+    dots: pass them as `**{"worker.concurrency": 2}`); cached per arguments."""
+    text = _render(tuple(values_files), _as_json(sets))
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
-def render_error(*values_files: Path, **sets: str) -> str:
+def render_error(*values_files: Path, **sets: Any) -> str:
     """helm's error for values the chart refuses."""
-    done = run_helm("template", "t", str(CHART), *_flags(values_files, tuple(sets.items())))
+    done = run_helm("template", "t", str(CHART), *_flags(values_files, _as_json(sets)))
     assert done.returncode != 0, "the chart rendered values it should refuse"
     return done.stderr
 

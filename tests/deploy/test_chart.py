@@ -54,7 +54,7 @@ SECRET_SETTINGS = {
 # How long the worker waits, after the grace, for aborted attempts before it releases
 # their jobs itself (mirror/runner/worker.py).
 ABORT_WAIT = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}["abort_wait"]
-SCALED_JOB = {"keda.scaledJob.enabled": "true", "secrets.values.MIRROR_DATABASE_URL": "x"}
+SCALED_JOB = {"keda.scaledJob.enabled": True, "secrets.values.MIRROR_DATABASE_URL": "x"}
 
 
 # kubernetes-validate reads its JSON schema files (megabytes) again on every call.
@@ -193,9 +193,12 @@ def test_the_chart_refuses_values_that_would_bypass_it() -> None:
     assert "worker.shutdownGrace" in render_error(**{"config.MIRROR_SHUTDOWN_GRACE": "10m"})
     assert "is a secret" in render_error(**{"config.MIRROR_JELLYFIN_API_KEY": "k"})
     assert "not a duration" in render_error(**{"worker.shutdownGrace": "soon"})
-    assert "choose one" in render_error(
-        **{"keda.enabled": "true", "keda.scaledJob.enabled": "true"}
-    )
+    # values.schema.json: a misspelt or mistyped value stops helm, as a misspelt
+    # setting stops mirror.
+    assert "concurency is not allowed" in render_error(**{"worker.concurency": 2})
+    assert "^MIRROR_" in render_error(**{"config.JELLYFIN_URL": "http://j"})
+    assert "keda.enabled" in render_error(**{"keda.enabled": "yes"})
+    assert "choose one" in render_error(**{"keda.enabled": True, "keda.scaledJob.enabled": True})
 
 
 def test_every_setting_the_chart_names_is_a_mirror_setting() -> None:
@@ -324,7 +327,7 @@ def test_the_work_directory_is_sized_from_the_values(kind: str) -> None:
 
 def test_keda_scales_the_worker_deployment_from_zero_with_the_secret() -> None:
     url = "postgresql+psycopg://mirror:pw@db:5432/mirror"
-    manifests = render(**{"keda.enabled": "true", "secrets.values.MIRROR_DATABASE_URL": url})
+    manifests = render(**{"keda.enabled": True, "secrets.values.MIRROR_DATABASE_URL": url})
     scaled = one(manifests, "ScaledObject")
     deployment = one(manifests, "Deployment", "-worker")
     assert "replicas" not in deployment["spec"]  # KEDA's HPA owns the count
@@ -362,7 +365,7 @@ def test_the_readme_shows_the_query_the_chart_renders() -> None:
     readme = (CHART.parents[2] / "README.md").read_text()
     section = readme.split("\n## Running a fleet\n", 1)[1].split("\n## ", 1)[0]
     (shown,) = re.findall(r"```sql\n(.*?)```", section, re.DOTALL)
-    (trigger,) = one(render(**{"keda.enabled": "true"}), "ScaledObject")["spec"]["triggers"]
+    (trigger,) = one(render(**{"keda.enabled": True}), "ScaledObject")["spec"]["triggers"]
 
     def squeeze(sql: str) -> str:
         return re.sub(r"\s+", " ", sql).replace("( ", "(").replace(" )", ")").strip()

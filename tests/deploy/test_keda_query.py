@@ -26,9 +26,9 @@ def keda_answers(database_url: str, concurrency: int) -> tuple[int, int]:
     for switch in ("keda.enabled", "keda.scaledJob.enabled"):
         manifests = render(
             **{
-                switch: "true",
+                switch: True,
                 "secrets.values.MIRROR_DATABASE_URL": database_url,
-                "worker.concurrency": str(concurrency),
+                "worker.concurrency": concurrency,
             }
         )
         kind = "ScaledObject" if switch == "keda.enabled" else "ScaledJob"
