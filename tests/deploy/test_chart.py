@@ -234,11 +234,13 @@ def test_secrets_stay_out_of_the_configmap_and_reach_every_container() -> None:
 
 
 def test_every_container_is_non_root_read_only_and_without_capabilities() -> None:
+    uid = re.search(r"useradd .*--uid (\d+) mirror", (CHART.parents[2] / "Dockerfile").read_text())
+    assert uid is not None
     for rendering, manifests in renderings().items():
         for name, spec in pod_specs(manifests):
             where = f"{rendering}: {name}"
             assert spec["securityContext"]["runAsNonRoot"] is True, where
-            assert spec["securityContext"]["runAsUser"] == 10001, where  # the Dockerfile's
+            assert spec["securityContext"]["runAsUser"] == int(uid[1]), where  # the image's
             assert spec["automountServiceAccountToken"] is False, where
             for container in spec["containers"]:
                 context = container["securityContext"]
