@@ -31,6 +31,7 @@ from mirror.hls.subtitles import fetch_sidecar_subtitles
 from mirror.pipeline.background import BackgroundCall
 from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.pipeline.phases import OverlappedPhases
+from mirror.pipeline.thumbnails import made_thumbnails
 from mirror.pipeline.versions import ffmpeg_version, mirror_version
 from mirror.runner.heartbeat import Heartbeat
 from mirror.transcode import (
@@ -136,6 +137,9 @@ class TranscodeOptions:
     x264_crf: int = 23
     audio_bitrate: str = "160k"
     output_format: OutputFormat = "hls"  # MIRROR_OUTPUT_FORMAT: `hls` adds playlists and subtitles
+    # MIRROR_THUMBNAILS / MIRROR_THUMBNAIL_INTERVAL: a scrubbing thumbnail every that many
+    # seconds, tiled in the same run (None: no thumbnails).
+    thumbnail_interval_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -210,8 +214,12 @@ class MirrorPipeline:
                     plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
                     # Nothing becomes visible unless every output holds what the plan says.
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
-                    # hls: subtitles and playlists (the master last) from the files' fragments.
-                    extra: list[Upload] = []
+                    # Thumbnails' sheets and track, then (hls) subtitles and playlists,
+                    # the master last, from the files' fragments.
+                    thumbnails = made_thumbnails(
+                        plan, self.s3_prefix, lease.job.item_id, verified.video.duration_s
+                    )
+                    extra: list[Upload] = list(thumbnails.uploads) if thumbnails else []
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
                     # They join the outputs' upload: one byte count for every object.
                     digests = dict(outputs.finish(extra))
@@ -231,7 +239,14 @@ class MirrorPipeline:
             # Last object, after every output: its presence marks a complete mirror.
             hls = _hls_json(hls_key, uploads, digests)
             manifest = self._write_manifest(
-                lease, item, served, video, audio_entries, hls=hls, subtitles=subtitles
+                lease,
+                item,
+                served,
+                video,
+                audio_entries,
+                hls=hls,
+                subtitles=subtitles,
+                thumbnails=thumbnails.manifest_json(digests) if thumbnails else None,
             )
 
         # Every output is in S3 now; run_attempt records the job done.
@@ -256,6 +271,7 @@ class MirrorPipeline:
         *,
         hls: dict[str, Any] | None,
         subtitles: Sequence[dict[str, Any]],
+        thumbnails: dict[str, Any] | None = None,
     ) -> str:
         """Put `<prefix>/<item_id>/manifest.json`; returns its key for the row."""
         manifest = build_manifest(
@@ -271,6 +287,7 @@ class MirrorPipeline:
             ffmpeg_version=ffmpeg_version(self.transcode.ffmpeg_path),
             hls=hls,
             subtitles=subtitles,
+            thumbnails=thumbnails,
         )
         key = manifest_key(self.s3_prefix, item.id)
         self.store.put_bytes(key, encode_manifest(manifest), MANIFEST_CONTENT_TYPE)
@@ -357,6 +374,7 @@ class MirrorPipeline:
             x264_crf=options.x264_crf,
             audio_bitrate=options.audio_bitrate,
             output_format="hls" if options.output_format == "hls" else "mp4",
+            thumbnail_interval_s=options.thumbnail_interval_s,
         )
 
     def _package(

@@ -1,0 +1,63 @@
+"""The scrubbing thumbnails' objects: sheets and track, beside the item's other outputs.
+
+ffmpeg wrote the sheets during the run (mirror.transcode.thumbnails); once it ended,
+the track is written from them and every file joins the outputs' upload, before the
+playlists (the master stays the last object before the manifest). The manifest's
+`thumbnails` lists them with size and SHA-256, which is how `mirror verify` knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mirror.domain.objects import FileDigest, Upload, output_key
+from mirror.domain.thumbnails import (
+    SHEET_CONTENT_TYPE,
+    THUMBNAILS_DIR,
+    TRACK_CONTENT_TYPE,
+    TRACK_FILE_NAME,
+    ThumbnailGrid,
+    thumbnails_json,
+)
+from mirror.transcode.plan import TranscodePlan
+from mirror.transcode.thumbnails import sheet_paths, write_thumbnail_track
+
+
+@dataclass(frozen=True, slots=True)
+class ThumbnailUploads:
+    """The sheets and the track of one item, and the grid the track describes."""
+
+    grid: ThumbnailGrid
+    uploads: tuple[Upload, ...]  # the sheets in order, the track last
+    origin: str  # `ffmpeg` (made in the run) or `jellyfin` (its trickplay tiles)
+
+    @property
+    def track_key(self) -> str:
+        return self.uploads[-1].key
+
+    def manifest_json(self, digests: Mapping[str, FileDigest]) -> dict[str, Any]:
+        """The manifest's `thumbnails`, every object with its size and SHA-256."""
+        objects = [{"key": u.key, **digests[u.key].facts()} for u in self.uploads]
+        return thumbnails_json(self.grid, self.track_key, self.origin, objects)
+
+
+def made_thumbnails(
+    plan: TranscodePlan, prefix: str, item_id: str, duration_s: float | None
+) -> ThumbnailUploads | None:
+    """The sheets ffmpeg made in the run, with their track written now; None when off."""
+    if plan.thumbnails is None:
+        return None
+    grid = write_thumbnail_track(plan.thumbnails, duration_s)
+    sheets = sheet_paths(plan.thumbnails)[: grid.sheets]
+    track = plan.thumbnails.directory / TRACK_FILE_NAME
+    return ThumbnailUploads(grid, _uploads(prefix, item_id, sheets, track), "ffmpeg")
+
+
+def _uploads(prefix: str, item_id: str, sheets: Sequence[Any], track: Any) -> tuple[Upload, ...]:
+    def key(name: str) -> str:
+        return output_key(prefix, item_id, f"{THUMBNAILS_DIR}/{name}")
+
+    uploads = [Upload(path, key(path.name), SHEET_CONTENT_TYPE) for path in sheets]
+    return (*uploads, Upload(track, key(TRACK_FILE_NAME), TRACK_CONTENT_TYPE))

@@ -1,0 +1,74 @@
+"""The scrubbing thumbnails' track and command: pure, no ffmpeg run."""
+
+from __future__ import annotations
+
+from mirror.domain.thumbnails import ThumbnailGrid, thumbnail_count, thumbnail_track
+from mirror.transcode import build_command
+from mirror.transcode.streams import FileStream
+from mirror.transcode.thumbnails import thumbnail_filters
+from tests.unit.test_transcode_command import AAC_ENG, FFMPEG, H264, MPEG4, make_plan, option
+
+
+def test_one_thumbnail_per_interval_from_zero_at_least_one() -> None:
+    assert [thumbnail_count(d, 10) for d in (0.5, 10.0, 10.04, 30.0, 31.0)] == [1, 1, 2, 3, 4]
+
+
+def test_cues_run_left_to_right_then_down_then_onto_the_next_sheet() -> None:
+    grid = ThumbnailGrid(interval_s=10, width=320, height=180, count=5, columns=2, rows=2)
+
+    track = thumbnail_track(grid, duration_s=43.5)
+
+    assert track.split("\n\n") == [
+        "WEBVTT",
+        "00:00:00.000 --> 00:00:10.000\n0.jpg#xywh=0,0,320,180",
+        "00:00:10.000 --> 00:00:20.000\n0.jpg#xywh=320,0,320,180",
+        "00:00:20.000 --> 00:00:30.000\n0.jpg#xywh=0,180,320,180",
+        "00:00:30.000 --> 00:00:40.000\n0.jpg#xywh=320,180,320,180",
+        # The last one ends with the video.
+        "00:00:40.000 --> 00:00:43.500\n1.jpg#xywh=0,0,320,180\n",
+    ]
+    assert grid.sheets == 2
+
+
+def test_cue_times_pass_the_hour() -> None:
+    grid = ThumbnailGrid(interval_s=10, width=320, height=180, count=400)
+    assert "01:06:30.000 --> 01:06:40.000\n3.jpg#xywh=2880,1620,320,180" in thumbnail_track(
+        grid, None
+    )
+
+
+def test_a_copied_video_decodes_only_its_keyframes_for_the_sheets() -> None:
+    plan = make_plan(H264, AAC_ENG, thumbnail_interval_s=10.0)  # type: ignore[arg-type]
+
+    command = build_command(plan, FFMPEG)
+
+    assert option(command, "-skip_frame:v") == "nokey"
+    assert command.index("-skip_frame:v") < command.index("-i")
+    # The sheets come last (`-progress` counts the first video output's frames).
+    assert command[-1] == "/work/item/thumbnails/%d.jpg"
+    graph = option(command, "-filter_complex")
+    assert graph.startswith("[0:v:0]fps=1000/10000:round=up:eof_action=pass,")
+    assert graph.endswith(",tile=10x10[thumbnails]")
+    assert option(command, "-map") == "0:v:0"  # the copy maps the stream itself
+
+
+def test_a_reencoded_video_shares_its_decode_and_skips_no_frame() -> None:
+    plan = make_plan(MPEG4, AAC_ENG, thumbnail_interval_s=10.0)  # type: ignore[arg-type]
+
+    command = build_command(plan, FFMPEG)
+
+    assert "-skip_frame:v" not in command
+    assert command[-1].endswith("thumbnails/%d.jpg")
+
+
+def test_no_thumbnails_without_an_interval() -> None:
+    command = build_command(make_plan(H264, AAC_ENG), FFMPEG)
+    assert "-skip_frame:v" not in command and "-filter_complex" not in command
+
+
+def test_hdr_thumbnails_are_tone_mapped_like_a_reencode() -> None:
+    hdr = FileStream(index=0, specifier="v:0", type="Video", color_transfer="smpte2084")
+    sdr = FileStream(index=0, specifier="v:0", type="Video", color_space="bt709", height=720)
+
+    assert any(f.startswith("tonemap=") for f in thumbnail_filters(hdr, 10.0))
+    assert not any(f.startswith(("tonemap=", "zscale")) for f in thumbnail_filters(sdr, 10.0))
