@@ -69,6 +69,31 @@ class ThumbnailGrid:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class TrickplayTiles:
+    """Trickplay tiles Jellyfin already made for the mirrored media source (one width of
+    its item's `Trickplay`), fetched from `/Videos/{id}/Trickplay/{width}/{index}.jpg`."""
+
+    media_source_id: str
+    width: int  # of one thumbnail, also the URL's `{width}`
+    height: int
+    columns: int  # TileWidth
+    rows: int  # TileHeight
+    count: int  # ThumbnailCount
+    interval_s: float  # Interval (milliseconds in Jellyfin's JSON)
+
+    @property
+    def grid(self) -> ThumbnailGrid:
+        return ThumbnailGrid(
+            interval_s=self.interval_s,
+            width=self.width,
+            height=self.height,
+            count=self.count,
+            columns=self.columns,
+            rows=self.rows,
+        )
+
+
 def thumbnail_count(duration_s: float, interval_s: float) -> int:
     """Thumbnails at 0, interval, 2 x interval, ... before the end: at least one."""
     if duration_s <= 0 or interval_s <= 0:

@@ -22,6 +22,7 @@ from mirror.domain.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode
 from mirror.domain.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
 from mirror.domain.progress import AbortSignal, ProgressCallback, abortably
 from mirror.domain.sources import require_media_file, require_probed
+from mirror.domain.thumbnails import THUMBNAILS_DIR, TrickplayTiles
 from mirror.files.content_probe import content_probe_of_file
 from mirror.files.growing_file import GrowingFile
 from mirror.files.workspace import Workspace
@@ -31,7 +32,7 @@ from mirror.hls.subtitles import fetch_sidecar_subtitles
 from mirror.pipeline.background import BackgroundCall
 from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.pipeline.phases import OverlappedPhases
-from mirror.pipeline.thumbnails import made_thumbnails
+from mirror.pipeline.thumbnails import ThumbnailUploads, copy_trickplay, made_thumbnails
 from mirror.pipeline.versions import ffmpeg_version, mirror_version
 from mirror.runner.heartbeat import Heartbeat
 from mirror.transcode import (
@@ -75,6 +76,10 @@ class MediaServer(Protocol):
         ...
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
+
+    def fetch_trickplay_tile(self, item_id: str, tiles: TrickplayTiles, index: int) -> bytes:
+        """Sheet `index` of the trickplay tiles Jellyfin made (item.trickplay)."""
+        ...
 
     def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
         """Bytes [start, start + length) of the item's file; None if not served as asked."""
@@ -174,6 +179,9 @@ class MirrorPipeline:
             source = workspace.resumable_file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
             self._plan(item, workspace.file("out"), source)
+            # Jellyfin's trickplay tiles, if it made them; else (None) ffmpeg makes them.
+            copied = self._copy_trickplay(item, workspace.file("out"), heartbeat.abort)
+            item = replace(item, trickplay=item.trickplay if copied else None)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
             # Download, transcode and upload overlap: one stop signal ends them all.
@@ -216,7 +224,7 @@ class MirrorPipeline:
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
                     # Thumbnails' sheets and track, then (hls) subtitles and playlists,
                     # the master last, from the files' fragments.
-                    thumbnails = made_thumbnails(
+                    thumbnails = copied or made_thumbnails(
                         plan, self.s3_prefix, lease.job.item_id, verified.video.duration_s
                     )
                     extra: list[Upload] = list(thumbnails.uploads) if thumbnails else []
@@ -374,8 +382,23 @@ class MirrorPipeline:
             x264_crf=options.x264_crf,
             audio_bitrate=options.audio_bitrate,
             output_format="hls" if options.output_format == "hls" else "mp4",
-            thumbnail_interval_s=options.thumbnail_interval_s,
+            # None when Jellyfin's own tiles were copied (item.trickplay kept only then).
+            thumbnail_interval_s=None if item.trickplay else options.thumbnail_interval_s,
         )
+
+    def _copy_trickplay(
+        self, item: MediaItem, output_dir: Path, abort: AbortSignal
+    ) -> ThumbnailUploads | None:
+        """Jellyfin's trickplay sheets and their track, when thumbnails are on and it
+        made them for this source; None: ffmpeg makes them (or they are off)."""
+        if self.transcode.thumbnail_interval_s is None or item.trickplay is None:
+            return None
+        tiles = item.trickplay
+
+        def fetch(index: int) -> bytes:
+            return abortably(abort, lambda: self.media.fetch_trickplay_tile(item.id, tiles, index))
+
+        return copy_trickplay(item, output_dir / THUMBNAILS_DIR, fetch, self.s3_prefix)
 
     def _package(
         self, item_id: str, plan: TranscodePlan, verified: VerifiedOutputs, uploads: list[Upload]

@@ -1,17 +1,26 @@
 """The scrubbing thumbnails' objects: sheets and track, beside the item's other outputs.
 
-ffmpeg wrote the sheets during the run (mirror.transcode.thumbnails); once it ended,
-the track is written from them and every file joins the outputs' upload, before the
-playlists (the master stays the last object before the manifest). The manifest's
-`thumbnails` lists them with size and SHA-256, which is how `mirror verify` knows them.
+Jellyfin's own trickplay tiles, when it made them for the mirrored source, are copied
+(a few requests of about a MiB each, before the download: Jellyfin's CPU was spent
+already, and the mirror shows what Jellyfin shows); should a sheet not come, ffmpeg makes
+them instead. Otherwise ffmpeg writes the sheets during the run
+(mirror.transcode.thumbnails). Either way the track is written from the grid, and every
+file joins the outputs' upload, before the playlists (the master stays the last object
+before the manifest). The manifest's `thumbnails` lists them with size and SHA-256,
+which is how `mirror verify` knows them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.item import MediaItem
+from mirror.domain.logs import get_logger
 from mirror.domain.objects import FileDigest, Upload, output_key
 from mirror.domain.thumbnails import (
     SHEET_CONTENT_TYPE,
@@ -19,10 +28,14 @@ from mirror.domain.thumbnails import (
     TRACK_CONTENT_TYPE,
     TRACK_FILE_NAME,
     ThumbnailGrid,
+    sheet_file_name,
+    thumbnail_track,
     thumbnails_json,
 )
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.thumbnails import sheet_paths, write_thumbnail_track
+
+log = get_logger("mirror.thumbnails")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +56,34 @@ class ThumbnailUploads:
         return thumbnails_json(self.grid, self.track_key, self.origin, objects)
 
 
+def copy_trickplay(
+    item: MediaItem,
+    directory: Path,
+    fetch: Callable[[int], bytes],
+    prefix: str,
+) -> ThumbnailUploads | None:
+    """Jellyfin's trickplay sheets of `item` fetched into `directory`, with the track;
+    None when it has none, or a sheet did not come (then ffmpeg makes the thumbnails)."""
+    tiles = item.trickplay
+    if tiles is None:
+        return None
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    grid = tiles.grid
+    sheets = []
+    try:
+        for index in range(grid.sheets):
+            sheet = directory / sheet_file_name(index)
+            sheet.write_bytes(fetch(index))
+            sheets.append(sheet)
+    except (PermanentError, TransientError) as error:
+        log.warning("Jellyfin's trickplay tiles of %s not copied, making them: %s", item.id, error)
+        return None
+    track = directory / TRACK_FILE_NAME
+    track.write_text(thumbnail_track(grid, item.duration_s), "utf-8")
+    return ThumbnailUploads(grid, _uploads(prefix, item.id, sheets, track), "jellyfin")
+
+
 def made_thumbnails(
     plan: TranscodePlan, prefix: str, item_id: str, duration_s: float | None
 ) -> ThumbnailUploads | None:
@@ -55,7 +96,7 @@ def made_thumbnails(
     return ThumbnailUploads(grid, _uploads(prefix, item_id, sheets, track), "ffmpeg")
 
 
-def _uploads(prefix: str, item_id: str, sheets: Sequence[Any], track: Any) -> tuple[Upload, ...]:
+def _uploads(prefix: str, item_id: str, sheets: Sequence[Path], track: Path) -> tuple[Upload, ...]:
     def key(name: str) -> str:
         return output_key(prefix, item_id, f"{THUMBNAILS_DIR}/{name}")
 

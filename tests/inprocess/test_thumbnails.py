@@ -1,4 +1,5 @@
-"""Scrubbing thumbnails made in the mirror's own ffmpeg run (MIRROR_THUMBNAILS).
+"""Scrubbing thumbnails (MIRROR_THUMBNAILS): made in the mirror's own ffmpeg run, or
+copied from Jellyfin's trickplay tiles.
 
 In this process on the fakes, with real ffmpeg: sheets and a WebVTT track land under
 `thumbnails/`, the manifest lists them, and each cue's rectangle holds the picture of
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror.demo.media import SampleMedia
+from mirror.demo.stand_in.trickplay import make_trickplay
 from mirror.domain.thumbnails import thumbnail_objects
 from mirror.pipeline.steps import TranscodeOptions
 from mirror.runner.attempt import Outcome
@@ -108,3 +110,62 @@ def _pixels(ffmpeg: str, path: Path, chain: str, seek: float | None = None) -> b
 def _distance(a: bytes, b: bytes) -> float:
     assert len(a) == len(b)
     return sum(abs(x - y) for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def test_jellyfins_own_trickplay_tiles_are_copied_not_made_again(
+    inproc: InProcess, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    tiles = tmp_path / "jellyfin-metadata" / "trickplay" / "320"
+    made = make_trickplay(
+        sample_h264_aac.path, tiles, 4.0, ffmpeg=inproc.ffmpeg_path, interval_ms=2000
+    )
+    inproc.transcode = TranscodeOptions(ffmpeg_path=inproc.ffmpeg_path, thumbnail_interval_s=1.0)
+    item = inproc.add(sample_h264_aac, "Tiled", trickplay=made)
+    inproc.enqueue(item)
+    assert inproc.run_burst() == [Outcome.DONE]
+
+    thumbnails = _manifest(inproc, item)["thumbnails"]
+    # Jellyfin's grid and interval (2 s), not MIRROR_THUMBNAIL_INTERVAL's (1 s).
+    assert (thumbnails["origin"], thumbnails["interval_s"], thumbnails["count"]) == (
+        "jellyfin",
+        2.0,
+        2,
+    )
+    sheet = inproc.fake_store.body(f"mirror/{item}/thumbnails/0.jpg")
+    assert sheet == (tiles / "0.jpg").read_bytes()  # Jellyfin's bytes, as served
+    track = inproc.fake_store.body(thumbnails["track"]).decode()
+    assert [c[:2] for c in _CUE.findall(track)] == [
+        ("00:00:00.000", "00:00:02.000"),
+        ("00:00:02.000", "00:00:04.020"),  # the last one ends with the item (4.02 s)
+    ]
+
+
+def test_when_a_jellyfin_sheet_is_gone_ffmpeg_makes_the_thumbnails(
+    inproc: InProcess, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    tiles = tmp_path / "trickplay" / "320"
+    made = make_trickplay(sample_h264_aac.path, tiles, 4.0, ffmpeg=inproc.ffmpeg_path)
+    (tiles / "0.jpg").unlink()  # listed in Jellyfin's database, its file deleted: 404
+    inproc.transcode = TranscodeOptions(ffmpeg_path=inproc.ffmpeg_path, thumbnail_interval_s=1.0)
+    item = inproc.add(sample_h264_aac, "Tiles gone", trickplay=made)
+    inproc.enqueue(item)
+    assert inproc.run_burst() == [Outcome.DONE]
+
+    thumbnails = _manifest(inproc, item)["thumbnails"]
+    assert (thumbnails["origin"], thumbnails["interval_s"], thumbnails["count"]) == (
+        "ffmpeg",
+        1.0,
+        4,
+    )
+
+
+def test_thumbnails_off_means_no_objects_and_a_null_entry(
+    inproc: InProcess, sample_h264_aac: SampleMedia, tmp_path: Path
+) -> None:
+    made = make_trickplay(sample_h264_aac.path, tmp_path / "t", 4.0, ffmpeg=inproc.ffmpeg_path)
+    item = inproc.add(sample_h264_aac, "Off", trickplay=made)  # even when Jellyfin has tiles
+    inproc.enqueue(item)
+    assert inproc.run_burst() == [Outcome.DONE]
+
+    assert _manifest(inproc, item)["thumbnails"] is None
+    assert not [k for k in inproc.fake_store.object_keys() if "/thumbnails/" in k]
