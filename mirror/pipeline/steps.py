@@ -32,7 +32,12 @@ from mirror.hls.subtitles import fetch_sidecar_subtitles
 from mirror.pipeline.background import BackgroundCall
 from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.pipeline.phases import OverlappedPhases
-from mirror.pipeline.thumbnails import ThumbnailUploads, copy_trickplay, made_thumbnails
+from mirror.pipeline.thumbnails import (
+    ThumbnailUploads,
+    copy_trickplay,
+    link_image_stream,
+    made_thumbnails,
+)
 from mirror.pipeline.versions import ffmpeg_version, mirror_version
 from mirror.runner.heartbeat import Heartbeat
 from mirror.transcode import (
@@ -227,8 +232,11 @@ class MirrorPipeline:
                     thumbnails = copied or made_thumbnails(
                         plan, self.s3_prefix, lease.job.item_id, verified.video.duration_s
                     )
-                    extra: list[Upload] = list(thumbnails.uploads) if thumbnails else []
+                    extra: list[Upload] = []
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
+                    if thumbnails is not None and hls_key is not None:  # extra[-1]: master
+                        thumbnails = link_image_stream(thumbnails, extra[-1])
+                    extra[:0] = thumbnails.uploads if thumbnails is not None else ()
                     # They join the outputs' upload: one byte count for every object.
                     digests = dict(outputs.finish(extra))
                     # A worker paused past stale_timeout finds out here, before S3 shows it.

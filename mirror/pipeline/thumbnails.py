@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,19 @@ from mirror.domain.item import MediaItem
 from mirror.domain.logs import get_logger
 from mirror.domain.objects import FileDigest, Upload, output_key
 from mirror.domain.thumbnails import (
+    IMAGE_PLAYLIST_FILE_NAME,
     SHEET_CONTENT_TYPE,
     THUMBNAILS_DIR,
     TRACK_CONTENT_TYPE,
     TRACK_FILE_NAME,
     ThumbnailGrid,
+    image_playlist,
+    image_stream_line,
     sheet_file_name,
     thumbnail_track,
     thumbnails_json,
 )
+from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.thumbnails import sheet_paths, write_thumbnail_track
 
@@ -94,6 +98,24 @@ def made_thumbnails(
     sheets = sheet_paths(plan.thumbnails)[: grid.sheets]
     track = plan.thumbnails.directory / TRACK_FILE_NAME
     return ThumbnailUploads(grid, _uploads(prefix, item_id, sheets, track), "ffmpeg")
+
+
+def link_image_stream(thumbnails: ThumbnailUploads, master: Upload) -> ThumbnailUploads:
+    """With format hls: the sheets' image playlist beside the track, named in the master
+    (`EXT-X-IMAGE-STREAM-INF`, appended to its file); the thumbnails with that playlist."""
+    sheets = [u for u in thumbnails.uploads if u.content_type == SHEET_CONTENT_TYPE]
+    directory = sheets[0].path.parent
+    grid = thumbnails.grid
+    playlist = directory / IMAGE_PLAYLIST_FILE_NAME
+    playlist.write_text(image_playlist(grid, grid.count * grid.interval_s), "utf-8")
+    per_sheet_s = grid.per_sheet * grid.interval_s
+    peak = max(round(u.path.stat().st_size * 8 / per_sheet_s) for u in sheets)
+    uri = f"{THUMBNAILS_DIR}/{IMAGE_PLAYLIST_FILE_NAME}"
+    with master.path.open("a", encoding="utf-8") as text:
+        text.write(image_stream_line(grid, peak, uri) + "\n")
+    key = master.key.rsplit("/", 1)[0] + "/" + uri
+    upload = Upload(playlist, key, PLAYLIST_CONTENT_TYPE)
+    return replace(thumbnails, uploads=(*thumbnails.uploads[:-1], upload, thumbnails.uploads[-1]))
 
 
 def _uploads(prefix: str, item_id: str, sheets: Sequence[Path], track: Path) -> tuple[Upload, ...]:

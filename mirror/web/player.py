@@ -34,7 +34,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mirror.db.records import JobNotFound, JobRecord
 from mirror.domain.item import normalize_item_id
-from mirror.domain.thumbnails import THUMBNAILS_DIR, TRACK_FILE_NAME
+from mirror.domain.thumbnails import IMAGE_PLAYLIST_FILE_NAME, THUMBNAILS_DIR, TRACK_FILE_NAME
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -54,6 +54,7 @@ _URI_ATTRIBUTE = re.compile(r'URI="([^"]+)"')
 # reference to its sheet: `<n>.jpg#xywh=x,y,w,h`.
 THUMBNAIL_TRACK = f"{THUMBNAILS_DIR}/{TRACK_FILE_NAME}"
 _SHEET_REFERENCE = re.compile(r"(\d{1,6}\.jpg)(#xywh=\d+,\d+,\d+,\d+)")
+_SHEET_NAME = re.compile(r"\d{1,6}\.jpg")
 PresignFn = Callable[[str], str]  # an object's key -> the URL the browser fetches it at
 
 
@@ -138,7 +139,11 @@ class Player:
         text, failed = self._read(key)
         if failed is not None:
             return failed
-        rewritten = rewrite_playlist(text, posixpath.dirname(key), self.link, media_keys(job))
+        allowed = media_keys(job)
+        if key == f"{root}/{THUMBNAILS_DIR}/{IMAGE_PLAYLIST_FILE_NAME}":
+            # The thumbnails' image playlist: its sheets, which no row column lists.
+            allowed |= thumbnail_sheet_keys(text, posixpath.dirname(key))
+        rewritten = rewrite_playlist(text, posixpath.dirname(key), self.link, allowed)
         return PlayerAnswer(200, rewritten.encode(), PLAYLIST_CONTENT_TYPE)
 
     def _thumbnail_track(self, key: str) -> PlayerAnswer:
@@ -225,6 +230,12 @@ def rewrite_playlist(
             line = resolved
         lines.append(line)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def thumbnail_sheet_keys(text: str, directory: str) -> frozenset[str]:
+    """The keys of the bare sheet names (`<n>.jpg`) an image playlist lists."""
+    names = (line.strip() for line in text.split("\n"))
+    return frozenset(f"{directory}/{name}" for name in names if _SHEET_NAME.fullmatch(name))
 
 
 def rewrite_thumbnail_track(text: str, key: str, presign: PresignFn) -> str:

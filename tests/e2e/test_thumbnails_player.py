@@ -1,5 +1,6 @@
 """Scrubbing thumbnails in the player: hovering the seek bar shows the thumbnail of the
-time under the pointer, its sheet fetched from the (private) bucket by a presigned URL.
+time under the pointer, its sheet fetched from the (private) bucket by a presigned URL;
+Shaka Player finds the same thumbnail through the master's EXT-X-IMAGE-STREAM-INF.
 
 The item is mirrored by the real adapters (Postgres, the stand-in over HTTP, SeaweedFS)
 with MIRROR_THUMBNAILS on and a 2 s interval; Chromium and hls.js as
@@ -16,6 +17,11 @@ import pytest
 
 from mirror.demo.media import generate_sample
 from tests.e2e.browser_support import CHROMIUM, CHROMIUM_ARGS, allow_browsers, serving
+from tests.e2e.test_independent_players import (  # noqa: F401
+    ROUTED_PAGE_ARGS,
+    _route_harness,
+    libraries,
+)
 from tests.e2e.test_playable_mirror import CSP_RECORDER, _until, hlsjs_file  # noqa: F401
 from tests.fixtures.stack import Stack
 
@@ -45,7 +51,11 @@ def serve_url(stack: Stack, hlsjs_file: Path) -> Iterator[str]:  # noqa: F811
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
 def test_hovering_the_seek_bar_shows_the_thumbnail_of_that_time(
-    stack: Stack, mirrored: str, serve_url: str, tmp_path: Path
+    stack: Stack,
+    mirrored: str,
+    serve_url: str,
+    tmp_path: Path,
+    libraries: dict[str, Path],  # noqa: F811
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -55,7 +65,9 @@ def test_hovering_the_seek_bar_shows_the_thumbnail_of_that_time(
     assert (thumbnails["count"], thumbnails["origin"]) == (4, "ffmpeg")
     width, height = thumbnails["width"], thumbnails["height"]
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *ROUTED_PAGE_ARGS]
+        )
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 720})
             page.add_init_script(CSP_RECORDER)
@@ -92,5 +104,23 @@ def test_hovering_the_seek_bar_shows_the_thumbnail_of_that_time(
             page.screenshot(path=str(shot))
             print(f"screenshot: {shot}")
             assert shot.stat().st_size > 0
+
+            # Shaka reads the same sheets from the master's EXT-X-IMAGE-STREAM-INF.
+            shaka = browser.new_page()
+            _route_harness(shaka, serve_url, "shaka", libraries)
+            master = f"/play/{mirrored}/master.m3u8"
+            shaka.goto(f"{serve_url}/test-players/harness.html?player=shaka&master={master}")
+            _until(shaka, "window.mirrorPlayer.audio().length > 0", 30)
+            found = shaka.evaluate(
+                """async () => {
+                    const tracks = window.shakaPlayer.getImageTracks();
+                    const t = await window.shakaPlayer.getThumbnails(tracks[0].id, 5);
+                    return {tracks: tracks.length, uri: t.uris[0], x: t.positionX,
+                            y: t.positionY, w: t.width, h: t.height};
+                }"""
+            )
+            assert found["tracks"] == 1
+            assert f"/mirror/{mirrored}/thumbnails/0.jpg" in found["uri"]
+            assert (found["x"], found["y"], found["w"], found["h"]) == (2 * width, 0, width, height)
         finally:
             browser.close()

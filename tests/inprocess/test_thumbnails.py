@@ -53,10 +53,29 @@ def test_a_copied_video_gets_sheets_and_a_track_from_its_keyframes(
     assert (thumbnails["origin"], thumbnails["interval_s"]) == ("ffmpeg", 1.0)
     # 4 s at one a second: 0, 1, 2, 3, on one 10 x 10 sheet of 320-pixel thumbnails.
     assert thumbnails["count"] == 4
-    assert [o["key"] for o in thumbnail_objects(manifest)] == [
-        f"{prefix}/0.jpg",
-        thumbnails["track"],
-    ]
+    listed = [o["key"] for o in thumbnail_objects(manifest)]
+    assert listed == [f"{prefix}/0.jpg", f"{prefix}/thumbnails.m3u8", thumbnails["track"]]
+    # The master names the same sheets as an image playlist (Shaka, Roku), last.
+    master = inproc.fake_store.body(f"mirror/{item}/master.m3u8").decode()
+    assert master.splitlines()[-1].startswith("#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=")
+    assert master.splitlines()[-1].endswith(
+        f'RESOLUTION=320x{thumbnails["height"]},CODECS="jpeg",URI="thumbnails/thumbnails.m3u8"'
+    )
+    images = inproc.fake_store.body(f"{prefix}/thumbnails.m3u8").decode()
+    assert "#EXT-X-IMAGES-ONLY" in images and images.splitlines()[-2] == "0.jpg"
+    # A player that knows no image streams reads the master as before (ffmpeg's hls).
+    for key in inproc.fake_store.object_keys():
+        local = tmp_path / "bucket" / key
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(inproc.fake_store.body(key))
+    master_file = tmp_path / "bucket" / f"mirror/{item}/master.m3u8"
+    listing = subprocess.run(
+        [inproc.ffmpeg_path, "-hide_banner", "-i", str(master_file)],
+        capture_output=True, text=True, check=False,
+    ).stderr  # fmt: skip
+    assert sorted(re.findall(r"Stream #0:\d+.*?: (Video|Audio)", listing)) == [
+        "Audio", "Audio", "Video",
+    ], listing  # fmt: skip
     sheet = tmp_path / "0.jpg"
     sheet.write_bytes(inproc.fake_store.body(f"{prefix}/0.jpg"))
     width, height = thumbnails["width"], thumbnails["height"]

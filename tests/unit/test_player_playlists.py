@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.web.player import rewrite_playlist, rewrite_thumbnail_track
+from mirror.web.player import rewrite_playlist, rewrite_thumbnail_track, thumbnail_sheet_keys
 
 MEDIA = """#EXTM3U
 #EXT-X-VERSION:7
@@ -85,3 +85,13 @@ def test_thumbnail_sheets_become_presigned_urls_keeping_their_rectangles() -> No
     # Only a sheet beside the track is presigned: anything else is left out.
     assert not any("video.mp4" in line for line in lines)
     assert lines[:2] == ["WEBVTT", ""]
+
+
+def test_the_image_playlist_presigns_only_the_sheets_beside_it() -> None:
+    images = "#EXTM3U\n#EXT-X-IMAGES-ONLY\n#EXTINF:1000,\n0.jpg\n#EXTINF:10,\n../video.mp4\n"
+    directory = "mirror/abc/thumbnails"
+    allowed = thumbnail_sheet_keys(images, directory)
+    assert allowed == {"mirror/abc/thumbnails/0.jpg"}
+    text = rewrite_playlist(images, directory, presign, allowed)
+    assert "https://bucket.example/mirror/abc/thumbnails/0.jpg?X-Amz-Signature=abc" in text
+    assert "video.mp4" not in text

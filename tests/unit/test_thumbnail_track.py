@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from mirror.domain.thumbnails import ThumbnailGrid, thumbnail_count, thumbnail_track
+from mirror.domain.thumbnails import (
+    ThumbnailGrid,
+    image_playlist,
+    image_stream_line,
+    thumbnail_count,
+    thumbnail_track,
+)
 from mirror.transcode import build_command
 from mirror.transcode.streams import FileStream
 from mirror.transcode.thumbnails import thumbnail_filters
@@ -72,3 +78,29 @@ def test_hdr_thumbnails_are_tone_mapped_like_a_reencode() -> None:
 
     assert any(f.startswith("tonemap=") for f in thumbnail_filters(hdr, 10.0))
     assert not any(f.startswith(("tonemap=", "zscale")) for f in thumbnail_filters(sdr, 10.0))
+
+
+def test_the_image_playlist_has_one_segment_per_sheet_cut_in_tiles() -> None:
+    grid = ThumbnailGrid(interval_s=10, width=320, height=180, count=150)
+
+    playlist = image_playlist(grid, duration_s=1495.5)
+
+    assert playlist.splitlines() == [
+        "#EXTM3U",
+        "#EXT-X-VERSION:7",
+        "#EXT-X-TARGETDURATION:1000",
+        "#EXT-X-MEDIA-SEQUENCE:0",
+        "#EXT-X-PLAYLIST-TYPE:VOD",
+        "#EXT-X-IMAGES-ONLY",
+        "#EXTINF:1000,",
+        "#EXT-X-TILES:RESOLUTION=320x180,LAYOUT=10x10,DURATION=10",
+        "0.jpg",
+        "#EXTINF:495.5,",  # the last sheet: 50 thumbnails, up to the end
+        "#EXT-X-TILES:RESOLUTION=320x180,LAYOUT=10x10,DURATION=10",
+        "1.jpg",
+        "#EXT-X-ENDLIST",
+    ]
+    assert image_stream_line(grid, 6000, "thumbnails/thumbnails.m3u8") == (
+        '#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=6000,RESOLUTION=320x180,CODECS="jpeg",'
+        'URI="thumbnails/thumbnails.m3u8"'
+    )
