@@ -18,8 +18,7 @@ from typing import Any
 
 THUMBNAILS_DIR = "thumbnails"
 TRACK_FILE_NAME = "thumbnails.vtt"
-# The same sheets as an HLS image playlist (Roku's and Apple's EXT-X-IMAGES-ONLY with
-# EXT-X-TILES), which the master names in EXT-X-IMAGE-STREAM-INF: Shaka and Roku read it.
+# The same sheets as an HLS image playlist (mirror.hls.image_playlist).
 IMAGE_PLAYLIST_FILE_NAME = "thumbnails.m3u8"
 SHEET_CONTENT_TYPE = "image/jpeg"
 TRACK_CONTENT_TYPE = "text/vtt"
@@ -134,47 +133,6 @@ def _timestamp(seconds: float) -> str:
     hours, rest = divmod(millis, 3_600_000)
     minutes, rest = divmod(rest, 60_000)
     return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}.{rest % 1000:03d}"
-
-
-def image_playlist(grid: ThumbnailGrid, duration_s: float | None) -> str:
-    """The sheets as an image media playlist: one segment per sheet lasting its
-    thumbnails' intervals (the last one up to the end), each cut in `LAYOUT` tiles of
-    `RESOLUTION` pixels shown `DURATION` seconds each."""
-    per_sheet = grid.per_sheet * grid.interval_s
-    lengths = []
-    for sheet in range(grid.sheets):
-        start = sheet * per_sheet
-        end = min((sheet + 1) * per_sheet, grid.count * grid.interval_s)
-        if sheet == grid.sheets - 1 and duration_s is not None and duration_s > start:
-            end = duration_s
-        lengths.append(max(end - start, 0.001))
-    lines = [
-        "#EXTM3U",
-        "#EXT-X-VERSION:7",
-        f"#EXT-X-TARGETDURATION:{math.ceil(max(lengths))}",
-        "#EXT-X-MEDIA-SEQUENCE:0",
-        "#EXT-X-PLAYLIST-TYPE:VOD",
-        "#EXT-X-IMAGES-ONLY",
-    ]
-    tiles = (
-        f"#EXT-X-TILES:RESOLUTION={grid.width}x{grid.height},"
-        f"LAYOUT={grid.columns}x{grid.rows},DURATION={_decimal(grid.interval_s)}"
-    )
-    for sheet, length in enumerate(lengths):
-        lines += [f"#EXTINF:{_decimal(length)},", tiles, sheet_file_name(sheet)]
-    return "\n".join([*lines, "#EXT-X-ENDLIST", ""])
-
-
-def image_stream_line(grid: ThumbnailGrid, peak_bits_per_s: int, uri: str) -> str:
-    """The master's `EXT-X-IMAGE-STREAM-INF` naming the image playlist at `uri`."""
-    return (
-        f"#EXT-X-IMAGE-STREAM-INF:BANDWIDTH={max(1, peak_bits_per_s)},"
-        f'RESOLUTION={grid.width}x{grid.height},CODECS="jpeg",URI="{uri}"'
-    )
-
-
-def _decimal(value: float) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def thumbnails_json(

@@ -29,12 +29,11 @@ from mirror.domain.thumbnails import (
     TRACK_CONTENT_TYPE,
     TRACK_FILE_NAME,
     ThumbnailGrid,
-    image_playlist,
-    image_stream_line,
     sheet_file_name,
     thumbnail_track,
     thumbnails_json,
 )
+from mirror.hls.image_playlist import image_playlist, image_stream_line
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.thumbnails import sheet_paths, write_thumbnail_track

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from mirror.domain.thumbnails import (
-    ThumbnailGrid,
-    image_playlist,
-    image_stream_line,
-    thumbnail_count,
-    thumbnail_track,
-)
+from mirror.domain.thumbnails import ThumbnailGrid, thumbnail_count, thumbnail_track
+from mirror.hls.image_playlist import image_playlist, image_stream_line
 from mirror.transcode import build_command
 from mirror.transcode.streams import FileStream
 from mirror.transcode.thumbnails import thumbnail_filters
