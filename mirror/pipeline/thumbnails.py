@@ -90,10 +90,16 @@ def copy_trickplay(
 def made_thumbnails(
     plan: TranscodePlan, prefix: str, item_id: str, duration_s: float | None
 ) -> ThumbnailUploads | None:
-    """The sheets ffmpeg made in the run, with their track written now; None when off."""
+    """The sheets ffmpeg made in the run, with their track written now; None when off,
+    or when the run made no sheet (then the item is mirrored without thumbnails: they
+    are a help for scrubbing, not part of the media)."""
     if plan.thumbnails is None:
         return None
-    grid = write_thumbnail_track(plan.thumbnails, duration_s)
+    try:
+        grid = write_thumbnail_track(plan.thumbnails, duration_s)
+    except PermanentError as error:
+        log.warning("%s: mirrored without thumbnails", error)
+        return None
     sheets = sheet_paths(plan.thumbnails)[: grid.sheets]
     track = plan.thumbnails.directory / TRACK_FILE_NAME
     return ThumbnailUploads(grid, _uploads(prefix, item_id, sheets, track), "ffmpeg")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from mirror.domain.thumbnails import ThumbnailGrid, thumbnail_count, thumbnail_track
 from mirror.hls.image_playlist import image_playlist, image_stream_line
 from mirror.transcode import build_command
@@ -99,3 +102,12 @@ def test_the_image_playlist_has_one_segment_per_sheet_cut_in_tiles() -> None:
         '#EXT-X-IMAGE-STREAM-INF:BANDWIDTH=6000,RESOLUTION=320x180,CODECS="jpeg",'
         'URI="thumbnails/thumbnails.m3u8"'
     )
+
+
+def test_a_run_that_made_no_sheet_mirrors_without_thumbnails(tmp_path: Path) -> None:
+    from mirror.pipeline.thumbnails import made_thumbnails
+
+    plan = make_plan(H264, AAC_ENG, thumbnail_interval_s=10.0)  # type: ignore[arg-type]
+    plan = replace(plan, thumbnails=replace(plan.thumbnails, directory=tmp_path))  # type: ignore[type-var]
+
+    assert made_thumbnails(plan, "mirror", "a" * 32, 10.0) is None
