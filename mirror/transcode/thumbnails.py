@@ -48,7 +48,10 @@ class ThumbnailOutput:
     directory: Path
     interval_s: float
     filters: tuple[str, ...]  # from the decoded video to the sheets
-    keyframes_only: bool  # the video is copied: its decoder skips all but keyframes
+    # The video is copied and nothing else in the run decodes it: its decoder may skip
+    # all but keyframes (`-skip_frame:v nokey` applies to every user of that decoder,
+    # so it must stay False as soon as any output re-encodes the video).
+    keyframes_only: bool
     columns: int = SHEET_COLUMNS
     rows: int = SHEET_ROWS
 
