@@ -244,7 +244,11 @@ def plan_transcode(
         thumbnails=None
         if thumbnail_interval_s is None
         else plan_thumbnails(
-            selection.video, work_dir, thumbnail_interval_s, copy=video.codec == "copy"
+            selection.video,
+            work_dir,
+            thumbnail_interval_s,
+            copy=video.codec == "copy",
+            duration_s=duration_s,
         ),
     )
 

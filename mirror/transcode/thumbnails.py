@@ -18,6 +18,7 @@ Not deinterlaced: deinterlacers need neighbouring frames, which keyframes-only l
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,14 +67,28 @@ class ThumbnailOutput:
 
 
 def plan_thumbnails(
-    stream: FileStream, work_dir: Path, interval_s: float, *, copy: bool
+    stream: FileStream,
+    work_dir: Path,
+    interval_s: float,
+    *,
+    copy: bool,
+    duration_s: float | None = None,
 ) -> ThumbnailOutput:
-    """The thumbnails of the video `stream` every `interval_s` (`copy`: the video is copied)."""
+    """The thumbnails of the video `stream` every `interval_s` (`copy`: the video is
+    copied). An item with fewer than a sheet's worth gets a sheet just big enough
+    (a 4 s trailer: one thumbnail, not one among 99 black ones)."""
+    columns, rows = SHEET_COLUMNS, SHEET_ROWS
+    if duration_s:
+        count = thumbnail_count(duration_s, interval_s)
+        columns = min(SHEET_COLUMNS, count)
+        rows = min(SHEET_ROWS, math.ceil(count / columns))
     return ThumbnailOutput(
         directory=work_dir / THUMBNAILS_DIR,
         interval_s=interval_s,
-        filters=thumbnail_filters(stream, interval_s),
+        filters=thumbnail_filters(stream, interval_s, columns=columns, rows=rows),
         keyframes_only=copy,
+        columns=columns,
+        rows=rows,
     )
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from mirror.domain.thumbnails import ThumbnailGrid, thumbnail_count, thumbnail_track
 from mirror.hls.image_playlist import image_playlist, image_stream_line
 from mirror.transcode import build_command
 from mirror.transcode.streams import FileStream
-from mirror.transcode.thumbnails import thumbnail_filters
+from mirror.transcode.thumbnails import plan_thumbnails, thumbnail_filters
 from tests.unit.test_transcode_command import AAC_ENG, FFMPEG, H264, MPEG4, make_plan, option
 
 
@@ -52,7 +54,7 @@ def test_a_copied_video_decodes_only_its_keyframes_for_the_sheets() -> None:
     assert command[-1] == "/work/item/thumbnails/%d.jpg"
     graph = option(command, "-filter_complex")
     assert graph.startswith("[0:v:0]fps=1000/10000:round=up:eof_action=pass,")
-    assert graph.endswith(",tile=10x10[thumbnails]")
+    assert graph.endswith(",tile=1x1[thumbnails]")  # a 10 s item: one thumbnail
     assert option(command, "-map") == "0:v:0"  # the copy maps the stream itself
 
 
@@ -111,3 +113,16 @@ def test_a_run_that_made_no_sheet_mirrors_without_thumbnails(tmp_path: Path) -> 
     plan = replace(plan, thumbnails=replace(plan.thumbnails, directory=tmp_path))  # type: ignore[type-var]
 
     assert made_thumbnails(plan, "mirror", "a" * 32, 10.0) is None
+
+
+@pytest.mark.parametrize(
+    ("duration_s", "layout"),
+    [(4.0, (1, 1)), (35.0, (4, 1)), (250.0, (10, 3)), (7200.0, (10, 10)), (None, (10, 10))],
+)
+def test_a_short_item_gets_a_sheet_just_big_enough(
+    duration_s: float | None, layout: tuple[int, int]
+) -> None:
+    stream = FileStream(index=0, specifier="v:0", type="Video")
+    planned = plan_thumbnails(stream, Path("/w"), 10.0, copy=True, duration_s=duration_s)
+    assert (planned.columns, planned.rows) == layout
+    assert planned.filters[-1] == f"tile={layout[0]}x{layout[1]}"
