@@ -13,6 +13,7 @@ from typing import Any
 import ffmpeg
 
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+from mirror.transcode.thumbnails import JPEG_QUALITY, ThumbnailOutput
 
 GLOBAL_OPTIONS: tuple[str, ...] = (
     "-nostdin",
@@ -75,7 +76,10 @@ _AUDIO_FRAGMENT_US = 500_000
 def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = False) -> list[str]:
     """The full argv (ffmpeg first) that writes every output of `plan` in one run;
     `from_stdin`: the source comes through a pipe (mirror.transcode.feed)."""
-    source = ffmpeg.input("pipe:0" if from_stdin else file_argument(plan.source))
+    # A copied video is decoded for the thumbnails alone: its keyframes are enough.
+    thumbnails = plan.thumbnails
+    keyframes = {"skip_frame:v": "nokey"} if thumbnails and thumbnails.keyframes_only else {}
+    source = ffmpeg.input("pipe:0" if from_stdin else file_argument(plan.source), **keyframes)
     fragmented = plan.fragmented
     outputs = [_video_output(source, plan.video, fragmented)]
     outputs += [_audio_output(source, track, fragmented) for track in plan.audio]
@@ -87,7 +91,34 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = F
     ]
     graph = ffmpeg.merge_outputs(*outputs)
     command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS])
+    if thumbnails is not None:  # last: `-progress` counts the first video output's frames
+        command += thumbnail_arguments(plan.video.specifier, thumbnails)
     return command
+
+
+def thumbnail_arguments(specifier: str, thumbnails: ThumbnailOutput) -> list[str]:
+    """The sheets as one more output: the decoded video (`specifier`, e.g. `v:0`) through
+    the thumbnails' own filtergraph into numbered JPEGs, one per tiled frame
+    (passthrough: image2 would otherwise repeat frames up to a frame rate). Raw argv:
+    ffmpeg-python would escape the filters' own `:` and `=`."""
+    graph = f"[0:{specifier}]{','.join(thumbnails.filters)}[thumbnails]"
+    return [
+        "-filter_complex",
+        graph,
+        "-map",
+        "[thumbnails]",
+        "-c:v",
+        "mjpeg",
+        "-q:v",
+        str(JPEG_QUALITY),
+        "-fps_mode",
+        "passthrough",
+        "-start_number",
+        "0",
+        "-f",
+        "image2",
+        file_argument(thumbnails.pattern),
+    ]
 
 
 def _output_options(fragmented: bool) -> dict[str, Any]:

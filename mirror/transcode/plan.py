@@ -31,6 +31,7 @@ from mirror.domain.naming import (
 from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
+from mirror.transcode.thumbnails import ThumbnailOutput, plan_thumbnails
 
 # What MIRROR_VIDEO_CODEC, MIRROR_AUDIO_CODEC and MIRROR_OUTPUT_FORMAT may say: the
 # settings validate them once, with these types; the planner takes them as given.
@@ -170,6 +171,8 @@ class TranscodePlan:
     # `hls`: fragmented MP4 (CMAF-style) that playlists can point into; `mp4`: faststart.
     output_format: OutputFormat = "mp4"
     subtitles: tuple[SubtitleOutput, ...] = ()  # hls only; the file's first, then sidecars
+    # Scrubbing thumbnails' sheets (MIRROR_THUMBNAILS), None when off.
+    thumbnails: ThumbnailOutput | None = None
 
     @property
     def fragmented(self) -> bool:
@@ -197,12 +200,14 @@ def plan_transcode(
     audio_bitrate: str = "160k",
     probe: ProbedFile | None = None,
     output_format: OutputFormat = "mp4",
+    thumbnail_interval_s: float | None = None,
 ) -> TranscodePlan:
     """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
 
     `probe` is the downloaded file as ffmpeg reads it: with it the streams are mapped
     from the file and checked against Jellyfin's list (see `select_streams`); without it
-    (before the download) from Jellyfin's list alone.
+    (before the download) from Jellyfin's list alone. `thumbnail_interval_s`: also
+    thumbnail sheets, one thumbnail per that many seconds (None: none).
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
@@ -235,6 +240,15 @@ def plan_transcode(
         subtitles=tuple(
             [_plan_subtitle(s, work_dir, s.specifier, False) for s in selection.subtitles]
             + [_plan_subtitle(s, work_dir, None, True) for s in selection.sidecar_subtitles]
+        ),
+        thumbnails=None
+        if thumbnail_interval_s is None
+        else plan_thumbnails(
+            selection.video,
+            work_dir,
+            thumbnail_interval_s,
+            copy=video.codec == "copy",
+            duration_s=duration_s,
         ),
     )
 

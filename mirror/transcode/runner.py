@@ -50,6 +50,9 @@ def run_transcode(
         raise TransientError(f"ffmpeg not found or not executable: {ffmpeg_path}")
     for output in (*plan.outputs, *plan.subtitles):
         output.path.parent.mkdir(parents=True, exist_ok=True)
+    if plan.thumbnails is not None:  # an earlier attempt's sheets must not count as ours
+        shutil.rmtree(plan.thumbnails.directory, ignore_errors=True)
+        plan.thumbnails.directory.mkdir(parents=True)
     fed = growing_source is not None
     argv = build_command(plan, binary, from_stdin=fed)
     try:

@@ -88,7 +88,7 @@ def test_demo_mirrors_the_samples_with_no_configuration(tmp_path: Path) -> None:
     out = result.stdout
     assert PGDATA.search(out), out
     # Per item: video, 2 audio tracks, the subtitle, 5 playlists (hls), the manifest.
-    assert re.search(r"^done: 2 of 2 jobs mirrored, 20 S3 objects", out, re.MULTILINE), out
+    assert re.search(r"^done: 2 of 2 jobs mirrored, 26 S3 objects", out, re.MULTILINE), out
     assert len(set(re.findall(r"demo/[0-9a-f]{32}/master\.m3u8", out))) == 2, out
     keys = {match[0] for match in KEY.finditer(out)}
     assert sum(key.endswith("video.mp4") for key in keys) == 2, out
