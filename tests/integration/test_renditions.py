@@ -12,6 +12,7 @@ from mirror.demo.media import SampleMedia
 from mirror.domain.progress import AbortSignal
 from mirror.hls import package_hls
 from mirror.hls.fragments import read_fragment_index
+from mirror.hls.timestamp_map import first_presentation_s
 from mirror.transcode import (
     build_command,
     plan_transcode,
@@ -62,6 +63,9 @@ def test_a_ladder_is_one_decode_of_aligned_verified_renditions_in_one_master(
         [round(f.duration_s, 3) for f in read_fragment_index(v.path).fragments] for v in plan.videos
     ]
     assert cuts[0] == cuts[1] == cuts[2] and len(cuts[0]) >= 1
+    # ... and shows its first frame at the same instant (the audio and subtitles' 0).
+    starts = [first_presentation_s(v.path, read_fragment_index(v.path)) for v in plan.videos]
+    assert max(starts) - min(starts) < 0.001, starts
     master = package.master.path.read_text()
     variants = re.findall(r"#EXT-X-STREAM-INF:(.*)\n(.*)", master)
     assert [uri for _, uri in variants] == [
