@@ -11,6 +11,9 @@ remuxing; anything else is re-encoded, with the filters that make its picture lo
 
 Each output is a file of its own that players line up by its timestamps alone, so every
 audio output starts where the video does (see `AudioOutput.video_start_s`).
+
+MIRROR_RENDITIONS beyond `source` (mirror.domain.renditions) make the video a ladder:
+`video/source.mp4` as above, plus one re-encode per lower rung, `video/<name>.mp4`.
 """
 
 from __future__ import annotations
