@@ -116,8 +116,10 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
 
 
 def _ladder_outputs(source: Any, plan: TranscodePlan, fragmented: bool) -> list[Any]:
-    """Every rendition from ONE decode: the picture fixes once, then `split` feeds one
-    scale and encode per rung (a copied source rung reads the packets as they are).
+    """Every rendition from ONE decode: the picture fixes once, then `split` hands the
+    frames to the source's encode (a copied source rung reads the packets as they are)
+    and down a cascade of scales, each rung scaled from the one above it (480p from
+    720p reads 2.25x fewer pixels than from 1080p: about 10 % of the rungs' CPU).
 
     Players switch renditions at segment boundaries, so every rung has its keyframes
     (and so its fragments) at the same times: the source's own keyframes when it is
@@ -128,15 +130,23 @@ def _ladder_outputs(source: Any, plan: TranscodePlan, fragmented: bool) -> list[
     for chain_filter in encoded[0].filters:  # every rung's are the source's (plan)
         name, args, kwargs = filter_parts(chain_filter)
         picture = picture.filter(name, *args, **kwargs)
-    # ffmpeg-python gives `split` as many outputs as streams are taken from it.
-    split = picture.filter_multi_output("split")
     copied = plan.video.codec == "copy"
     keyframes = "source" if copied else f"expr:gte(t,n_forced*{FRAGMENT_S})"
     outputs = [_video_output(source, plan.video, fragmented)] if copied else []
-    for position, video in enumerate(encoded):
-        frames = split.stream(position)
-        if video.scale_height is not None:
-            frames = frames.filter("scale", w=-2, h=video.scale_height)  # -2: even width
+    feeds: list[tuple[VideoOutput, Any]] = []
+    level = picture
+    if not copied:
+        to_source, level = _branches(level, 2)
+        feeds.append((plan.video, to_source))
+    for position, rung in enumerate(plan.ladder):
+        assert rung.scale_height is not None
+        scaled = level.filter("scale", w=-2, h=rung.scale_height)  # -2: even width
+        if position + 1 < len(plan.ladder):
+            to_rung, level = _branches(scaled, 2)
+        else:
+            to_rung = scaled
+        feeds.append((rung, to_rung))
+    for video, frames in feeds:
         options: dict[str, Any] = {
             **_output_options(fragmented),
             "c:v": video.codec,
@@ -154,6 +164,12 @@ def _ladder_outputs(source: Any, plan: TranscodePlan, fragmented: bool) -> list[
             options["movflags"] = _VIDEO_MOVFLAGS
         outputs.append(ffmpeg.output(frames, file_argument(video.path), **options))
     return outputs
+
+
+def _branches(frames: Any, count: int) -> list[Any]:
+    """`count` streams of the same frames (ffmpeg's `split`, which copies no pixels)."""
+    split = frames.filter_multi_output("split")
+    return [split.stream(position) for position in range(count)]
 
 
 def aligned_keyframe_options() -> dict[str, Any]:
