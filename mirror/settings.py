@@ -35,6 +35,7 @@ from mirror.domain.durations import (
 )
 from mirror.domain.errors import ConfigError
 from mirror.domain.redact import hide_url_password, register_secrets, url_password
+from mirror.domain.renditions import DEFAULT_RENDITIONS, parse_renditions
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
@@ -198,6 +199,8 @@ class Settings(BaseSettings):
     # `thumbnail_interval`, from the video's keyframes in the same ffmpeg run.
     thumbnails: bool = True
     thumbnail_interval: Duration = Field(default=10.0, ge=1.0, le=3600.0)
+    # The video renditions (ABR ladder): `source` and `<N>p` rungs, e.g. source,720p,480p.
+    renditions: CommaList = DEFAULT_RENDITIONS
     # `mirror serve`'s player page: a local hls.min.js (from the npm package) instead of
     # the pinned CDN copy, for sites without internet access.
     hlsjs_path: Path | None = None
@@ -274,6 +277,11 @@ class Settings(BaseSettings):
         if not types:
             raise ValueError("needs at least one item type, e.g. Movie,Episode")
         return types
+
+    @field_validator("renditions")
+    @classmethod
+    def _ladder(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        return parse_renditions(names)
 
     @field_validator("trusted_proxies")
     @classmethod

@@ -212,6 +212,8 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
         rows.append(("source", _source_line(record.source)))
     if record.video_key:
         rows.append(("video", _output_line(record.video_key, record.video, _VIDEO_FACTS)))
+    for rendition in (record.video or {}).get("renditions") or []:  # a ladder's lower rungs
+        rows.append(("video", _output_line(str(rendition.get("key")), rendition, _VIDEO_FACTS)))
     for audio in record.audio_keys or []:
         rows.append(("audio", _output_line(str(audio.get("key")), audio, _AUDIO_FACTS)))
     for subtitle in record.subtitle_keys or []:

@@ -288,6 +288,7 @@ def transcode_options(settings: Settings) -> TranscodeOptions:
         audio_bitrate=settings.audio_bitrate,
         output_format=settings.output_format,
         thumbnail_interval_s=settings.thumbnail_interval if settings.thumbnails else None,
+        renditions=settings.renditions,
     )
 
 

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mirror.domain.jobs import JobRecord
-from mirror.domain.manifest import ManifestError, decode_manifest, manifest_differences
+from mirror.domain.manifest import (
+    ManifestError,
+    decode_manifest,
+    manifest_differences,
+    video_renditions,
+)
 from mirror.domain.thumbnails import thumbnail_objects
 
 
@@ -53,7 +58,7 @@ class ObjectCheck:
 def expected_objects(job: JobRecord) -> list[dict[str, Any]]:
     """The outputs a done row records: key, and size/sha256 where recorded."""
     video = job.video or ({"key": job.video_key} if job.video_key else None)
-    entries = [video] if video and video.get("key") else []
+    entries = list(video_renditions(video))  # with a ladder, every rendition
     entries += [entry for entry in job.audio_keys or [] if entry.get("key")]
     entries += [entry for entry in job.subtitle_keys or [] if entry.get("key")]
     if job.hls_key:  # its size and SHA-256 are in the manifest, not on the row

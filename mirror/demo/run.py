@@ -47,6 +47,7 @@ from mirror.domain.durations import format_bytes
 from mirror.domain.errors import ConfigError, MirrorError
 from mirror.domain.jobs import JobRecord, Status
 from mirror.domain.logs import RedactSecrets
+from mirror.domain.renditions import is_ladder
 from mirror.settings import Settings, load_settings
 from mirror.transcode import find_ffmpeg
 from mirror.views import job_details, jobs_table
@@ -129,11 +130,25 @@ def run_demo(
 
         with _step(console, "sample media") as say:
             ffmpeg = find_ffmpeg(base.ffmpeg_path)
+            # A ladder (MIRROR_RENDITIONS) needs a source taller than its rungs: 1080p then.
+            width, height = (1920, 1080) if is_ladder(base.renditions) else (320, 240)
             samples = [
-                (generate_sample(root / "media" / f"{kind}.mkv", kind, ffmpeg_path=ffmpeg), name)
+                (
+                    generate_sample(
+                        root / "media" / f"{kind}.mkv",
+                        kind,
+                        ffmpeg_path=ffmpeg,
+                        width=width,
+                        height=height,
+                    ),
+                    name,
+                )
                 for kind, name in SAMPLES
             ]
-            say(f"{len(samples)} MKV files of 4 s, each with two audio tracks and a subtitle")
+            say(
+                f"{len(samples)} MKV files of 4 s at {width}x{height}, each with two audio "
+                "tracks and a subtitle"
+            )
 
         with _step(console, "Jellyfin stand-in") as say:
             jellyfin = stack.enter_context(JellyfinStandIn())

@@ -33,6 +33,8 @@ OUTPUT_FIELDS = (
     "duration_s",
 )
 _VIDEO_EXTRA = ("width", "height")
+# A rendition of a ladder (MIRROR_RENDITIONS) names itself; today's one video has none.
+_RENDITION = "rendition"
 # The job row's `video` column: what a restored row gets back.
 _VIDEO_COLUMN = ("key", "size", "sha256", "codec", "width", "height", "duration_s")
 _AUDIO_ALWAYS = ("key", "stream_index", "language", "title", "codec")  # null when unknown
@@ -47,13 +49,25 @@ def output_entries(
 ) -> list[dict[str, Any]]:
     """The outputs of a job in manifest form, from the row's `video` and `audio_keys`."""
     outputs: list[dict[str, Any]] = []
-    if video is not None and video.get("key"):
-        entry = _entry(video, "video")
-        entry.update({name: video.get(name) for name in _VIDEO_EXTRA})
+    for rendition in video_renditions(video):
+        entry = _entry(rendition, "video")
+        entry.update({name: rendition.get(name) for name in _VIDEO_EXTRA})
+        if rendition.get(_RENDITION) is not None:
+            entry[_RENDITION] = rendition[_RENDITION]
         outputs.append(entry)
     for track in audio or ():
         outputs.append(_entry(track, "audio"))
     return outputs
+
+
+def video_renditions(video: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """Every video rendition the row's `video` records: itself (the source's) and, with a
+    ladder, each of its `renditions`; only those with a key."""
+    if video is None:
+        return []
+    lower = video.get("renditions")
+    listed = [video, *(lower if isinstance(lower, list) else [])]
+    return [entry for entry in listed if isinstance(entry, Mapping) and entry.get("key")]
 
 
 def _entry(data: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -192,8 +206,14 @@ def restored_job(manifest: Mapping[str, Any], manifest_key: str) -> RestoredJob:
     for output in manifest["outputs"]:
         facts = {k: v for k, v in output.items() if k != "kind"}
         # Facts the manifest had no value for stay off the row, as they were on it.
-        if output.get("kind") == "video" and video is None:
-            video = {k: facts[k] for k in _VIDEO_COLUMN if facts.get(k) is not None}
+        if output.get("kind") == "video":
+            rendition = {
+                k: facts[k] for k in (*_VIDEO_COLUMN, _RENDITION) if facts.get(k) is not None
+            }
+            if video is None:
+                video = rendition
+            else:  # a ladder's lower renditions, under the source's (the first)
+                video.setdefault("renditions", []).append(rendition)
         elif output.get("kind") == "audio":
             audio.append(
                 {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 VIDEO_FILE_NAME = "video.mp4"
+# With more renditions than `source` (MIRROR_RENDITIONS), each is `video/<name>.mp4`.
+VIDEO_DIR = "video"
 AUDIO_DIR = "audio"
 SUBTITLE_DIR = "subtitles"
 
@@ -23,3 +25,8 @@ def audio_file_name(stream_index: int, language: str | None) -> str:
 def subtitle_file_name(stream_index: int, language: str | None) -> str:
     """`<index>-<lang>.vtt`, like the audio tracks."""
     return f"{stream_index}-{sanitize_language(language)}.vtt"
+
+
+def rendition_path(name: str) -> str:
+    """`video/<name>.mp4`: one rendition of a ladder (`source`, `720p`, ...)."""
+    return f"{VIDEO_DIR}/{name}.mp4"

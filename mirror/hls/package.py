@@ -9,6 +9,7 @@ row's `hls_key`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -25,6 +26,7 @@ from mirror.hls.playlists import (
 from mirror.hls.timestamp_map import first_presentation_s, with_timestamp_map
 from mirror.transcode.picture import VideoRange
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+from mirror.transcode.verify import VerifiedOutput
 
 MASTER_FILE_NAME = "master.m3u8"
 
@@ -53,12 +55,15 @@ def package_hls(
     width: int | None,
     height: int | None,
     video_range: VideoRange = "SDR",
+    ladder: Sequence[VerifiedOutput] = (),
 ) -> HlsPackage:
-    """Write `video.m3u8`, one playlist per audio track and subtitle, and the master; put
-    every subtitle on the video's clock (`X-TIMESTAMP-MAP`, mirror.hls.timestamp_map).
+    """Write `video.m3u8` (or one playlist per rendition), one per audio track and
+    subtitle, and the master; put every subtitle on the video's clock (`X-TIMESTAMP-MAP`,
+    mirror.hls.timestamp_map).
 
     `width` x `height` is the size players show (RESOLUTION), `video_range` what the
-    video.mp4 is tagged (VIDEO-RANGE, written for PQ and HLG: only a copy stays HDR).
+    video.mp4 is tagged (VIDEO-RANGE, written for PQ and HLG: only a copy stays HDR);
+    `ladder` the lower renditions as verified (plan.ladder's order), re-encoded to SDR.
     """
     root = plan.output_dir
     written: list[PlaylistFile] = []
@@ -71,6 +76,19 @@ def package_hls(
         frame_rate=plan.video.frame_rate,
         video_range=video_range,
     )
+    rungs = []
+    for rung, checked in zip(plan.ladder, ladder, strict=True):
+        index = read_fragment_index(rung.path)
+        width, height = checked.display_size
+        rungs.append(
+            VideoRendition(
+                uri=_write_media(root, rung, index, written),
+                index=index,
+                width=width,
+                height=height,
+                frame_rate=rung.frame_rate,
+            )
+        )
     # Audio segments end where the video's do (to within half an audio fragment).
     video_ends = list(itertools.accumulate(f.duration_s for f in video_index.fragments))[:-1]
     audio = []
@@ -105,7 +123,9 @@ def package_hls(
                 forced=sub.forced,
             )
         )
-    master = _write(root, MASTER_FILE_NAME, master_playlist(video, audio, subtitle_renditions))
+    master = _write(
+        root, MASTER_FILE_NAME, master_playlist(video, audio, subtitle_renditions, ladder=rungs)
+    )
     return HlsPackage(master=master, playlists=(*written, master))
 
 

@@ -96,11 +96,15 @@ def master_playlist(
     video: VideoRendition,
     audio: Sequence[AudioRendition],
     subtitles: Sequence[SubtitleRendition] = (),
+    *,
+    ladder: Sequence[VideoRendition] = (),
 ) -> str:
-    """The master: one video variant with an AUDIO group (and a SUBTITLES group).
+    """The master: one variant per video rendition (the source's first, then `ladder`,
+    the lower rungs of MIRROR_RENDITIONS), all sharing one AUDIO group (and SUBTITLES).
 
     BANDWIDTH is the video's peak plus the largest audio peak (any one track plays at a
-    time); CODECS lists the video and every distinct audio codec, as players select
+    time), AVERAGE-BANDWIDTH the same of the averages, both measured over the written
+    fragments; CODECS lists the video and every distinct audio codec, as players select
     variants they cannot decode out by it.
     """
     lines = ["#EXTM3U", f"#EXT-X-VERSION:{VERSION}", "#EXT-X-INDEPENDENT-SEGMENTS"]
@@ -135,6 +139,14 @@ def master_playlist(
         attributes.append(f"FORCED={'YES' if sub.forced else 'NO'}")
         attributes.append(f'URI="{sub.uri}"')
         lines.append("#EXT-X-MEDIA:" + ",".join(attributes))
+    for variant in (video, *ladder):
+        lines.append("#EXT-X-STREAM-INF:" + ",".join(_variant(variant, audio, bool(subtitles))))
+        lines.append(variant.uri)
+    return "\n".join(lines) + "\n"
+
+
+def _variant(video: VideoRendition, audio: Sequence[AudioRendition], subtitles: bool) -> list[str]:
+    """The EXT-X-STREAM-INF attributes of one video rendition with the audio group."""
     codecs = [c for c in [video.index.codec, *(a.index.codec for a in audio)] if c]
     peak_audio = max((a.index.peak_bitrate for a in audio), default=0)
     average_audio = max((a.index.average_bitrate for a in audio), default=0)
@@ -154,9 +166,7 @@ def master_playlist(
         stream.append(f'AUDIO="{AUDIO_GROUP}"')
     if subtitles:
         stream.append(f'SUBTITLES="{SUBTITLE_GROUP}"')
-    lines.append("#EXT-X-STREAM-INF:" + ",".join(stream))
-    lines.append(video.uri)
-    return "\n".join(lines) + "\n"
+    return stream
 
 
 def _unique_name(name: str, position: int, names: Sequence[str]) -> str:

@@ -19,8 +19,9 @@ from mirror.domain.errors import PermanentError
 from mirror.domain.item import ItemTitle, MediaItem, ServedFile
 from mirror.domain.jobs import Fence, Lease, Mirrored
 from mirror.domain.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
-from mirror.domain.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
+from mirror.domain.objects import FileDigest, Upload, audio_key, manifest_key, output_key
 from mirror.domain.progress import AbortSignal, ProgressCallback, abortably
+from mirror.domain.renditions import DEFAULT_RENDITIONS
 from mirror.domain.sources import require_media_file, require_probed
 from mirror.domain.thumbnails import THUMBNAILS_DIR, TrickplayTiles
 from mirror.files.content_probe import content_probe_of_file
@@ -150,6 +151,7 @@ class TranscodeOptions:
     # MIRROR_THUMBNAILS / MIRROR_THUMBNAIL_INTERVAL: a scrubbing thumbnail every that many
     # seconds, tiled in the same run (None: no thumbnails).
     thumbnail_interval_s: float | None = None
+    renditions: tuple[str, ...] = DEFAULT_RENDITIONS  # MIRROR_RENDITIONS, checked
 
 
 @dataclass(frozen=True)
@@ -246,10 +248,7 @@ class MirrorPipeline:
             for entry, audio in zip(audio_entries, verified.audio, strict=True):
                 entry["duration_s"] = audio.duration_s
             # Size and SHA-256 as read while uploading: what S3 holds, byte for byte.
-            video = {
-                **verified.video.video_json(uploads[0].key),
-                **digests[uploads[0].key].facts(),
-            }
+            video = _video_json(verified, uploads, digests)
             for entry in [*audio_entries, *subtitles]:
                 entry.update(digests[entry["key"]].facts())
             # Last object, after every output: its presence marks a complete mirror.
@@ -392,6 +391,7 @@ class MirrorPipeline:
             output_format="hls" if options.output_format == "hls" else "mp4",
             # None when Jellyfin's own tiles were copied (item.trickplay kept only then).
             thumbnail_interval_s=None if item.trickplay else options.thumbnail_interval_s,
+            renditions=options.renditions,
         )
 
     def _copy_trickplay(
@@ -417,7 +417,11 @@ class MirrorPipeline:
             return None, []
         width, height = verified.video.display_size
         package = package_hls(
-            plan, width=width, height=height, video_range=verified.video.video_range
+            plan,
+            width=width,
+            height=height,
+            video_range=verified.video.video_range,
+            ladder=verified.ladder,
         )
         entries = []
         for sub in plan.subtitles:
@@ -444,9 +448,15 @@ class MirrorPipeline:
     def _uploads(
         self, item_id: str, plan: TranscodePlan
     ) -> tuple[list[Upload], list[dict[str, Any]]]:
-        """The video first, then one upload and one `audio_keys` entry per audio track."""
+        """The video renditions first (the source's leads), then one upload and one
+        `audio_keys` entry per audio track."""
         uploads = [
-            Upload(plan.video.path, video_key(self.s3_prefix, item_id), plan.video.content_type)
+            Upload(
+                video.path,
+                output_key(self.s3_prefix, item_id, video.relative_path),
+                video.content_type,
+            )
+            for video in plan.videos
         ]
         entries: list[dict[str, Any]] = []
         for audio in plan.audio:
@@ -462,6 +472,21 @@ class MirrorPipeline:
                 }
             )
         return uploads, entries
+
+
+def _video_json(
+    verified: VerifiedOutputs, uploads: Sequence[Upload], digests: Mapping[str, FileDigest]
+) -> dict[str, Any]:
+    """The row's `video`: the source rendition's facts, and with a ladder its lower
+    renditions under `renditions` (uploads lead with the videos, in the same order)."""
+    facts = [
+        {**video.video_json(upload.key), **digests[upload.key].facts()}
+        for video, upload in zip(verified.videos, uploads, strict=False)
+    ]
+    video = facts[0]
+    if verified.ladder:
+        video["renditions"] = facts[1:]
+    return video
 
 
 def _hls_json(

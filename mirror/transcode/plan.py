@@ -11,10 +11,14 @@ remuxing; anything else is re-encoded, with the filters that make its picture lo
 
 Each output is a file of its own that players line up by its timestamps alone, so every
 audio output starts where the video does (see `AudioOutput.video_start_s`).
+
+MIRROR_RENDITIONS beyond `source` (mirror.domain.renditions) make the video a ladder:
+`video/source.mp4` as above, plus one re-encode per lower rung, `video/<name>.mp4`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,8 +30,10 @@ from mirror.domain.naming import (
     SUBTITLE_DIR,
     VIDEO_FILE_NAME,
     audio_file_name,
+    rendition_path,
     subtitle_file_name,
 )
+from mirror.domain.renditions import DEFAULT_RENDITIONS, SOURCE, is_ladder, rungs_below
 from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
@@ -66,7 +72,8 @@ MAX_COPIED_AAC_CHANNELS = 2
 
 @dataclass(frozen=True, slots=True)
 class VideoOutput:
-    """The video-only MP4. `codec` is the value given to `-c:v` (`copy` or `libx264`)."""
+    """A video-only MP4 (one rendition). `codec` is the value given to `-c:v` (`copy`
+    or `libx264`); a lower rung is always encoded, from the source's decoded frames."""
 
     path: Path
     relative_path: str  # POSIX path under the output directory, also the S3 key suffix
@@ -82,6 +89,11 @@ class VideoOutput:
     # Where its first frame is on ffmpeg's clock, which the subtitles keep and video.mp4
     # drops (it starts at 0): the subtitles' X-TIMESTAMP-MAP LOCAL (mirror.hls).
     start_s: float = 0.0
+    # MIRROR_RENDITIONS beyond `source`: the rendition's name (`source`, `720p`), the
+    # height a lower rung is scaled to and its peak rate; None for today's one video.
+    rendition: str | None = None
+    scale_height: int | None = None
+    maxrate_kbps: int | None = None
 
     @property
     def expected_codec(self) -> str | None:
@@ -173,6 +185,13 @@ class TranscodePlan:
     subtitles: tuple[SubtitleOutput, ...] = ()  # hls only; the file's first, then sidecars
     # Scrubbing thumbnails' sheets (MIRROR_THUMBNAILS), None when off.
     thumbnails: ThumbnailOutput | None = None
+    # The lower rungs of MIRROR_RENDITIONS, tallest first (`video` is the `source` one).
+    ladder: tuple[VideoOutput, ...] = ()
+
+    @property
+    def videos(self) -> tuple[VideoOutput, ...]:
+        """Every rendition: the source's first, then the lower rungs."""
+        return (self.video, *self.ladder)
 
     @property
     def fragmented(self) -> bool:
@@ -184,8 +203,8 @@ class TranscodePlan:
 
     @property
     def outputs(self) -> tuple[VideoOutput | AudioOutput, ...]:
-        """Video first, then the audio tracks in stream order."""
-        return (self.video, *self.audio)
+        """Video renditions first, then the audio tracks in stream order."""
+        return (*self.videos, *self.audio)
 
 
 def plan_transcode(
@@ -201,16 +220,26 @@ def plan_transcode(
     probe: ProbedFile | None = None,
     output_format: OutputFormat = "mp4",
     thumbnail_interval_s: float | None = None,
+    renditions: Sequence[str] = DEFAULT_RENDITIONS,
 ) -> TranscodePlan:
     """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
 
     `probe` is the downloaded file as ffmpeg reads it: with it the streams are mapped
     from the file and checked against Jellyfin's list (see `select_streams`); without it
-    (before the download) from Jellyfin's list alone. `thumbnail_interval_s`: also
-    thumbnail sheets, one thumbnail per that many seconds (None: none).
+    (before the download) from Jellyfin's list alone. `renditions` (MIRROR_RENDITIONS,
+    checked) adds a re-encode per rung smaller than the source. `thumbnail_interval_s`:
+    also thumbnail sheets, one thumbnail per that many seconds (None: none).
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
-    video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
+    ladder = is_ladder(renditions)
+    video = _plan_video(
+        selection.video,
+        work_dir,
+        video_codec,
+        preset=x264_preset,
+        crf=x264_crf,
+        rendition=SOURCE if ladder else None,
+    )
     if video.codec != "copy" and dolby_vision_without_fallback(selection.video):
         raise PermanentError(
             f"item {item.id} ({item.name}) is Dolby Vision profile 5, which has no HDR10 or "
@@ -228,6 +257,11 @@ def plan_transcode(
         for stream in selection.audio
     )
     duration_s = probe.duration_s if probe and probe.duration_s else item.duration_s
+    rungs = (
+        _plan_ladder(selection.video, work_dir, renditions, x264_preset, x264_crf)
+        if ladder and not dolby_vision_without_fallback(selection.video)
+        else ()
+    )
     return TranscodePlan(
         source=source,
         output_dir=work_dir,
@@ -247,9 +281,12 @@ def plan_transcode(
             selection.video,
             work_dir,
             thumbnail_interval_s,
-            copy=video.codec == "copy",
+            # Keyframes only when nothing decodes the video anyway: a re-encoded rung
+            # shares the decoder, which must then hand over every frame.
+            copy=video.codec == "copy" and not rungs,
             duration_s=duration_s,
         ),
+        ladder=rungs,
     )
 
 
@@ -280,12 +317,19 @@ def plays_everywhere(stream: FileStream) -> bool:
 
 
 def _plan_video(
-    stream: FileStream, work_dir: Path, setting: str, *, preset: str, crf: int
+    stream: FileStream,
+    work_dir: Path,
+    setting: str,
+    *,
+    preset: str,
+    crf: int,
+    rendition: str | None = None,
 ) -> VideoOutput:
     copy = setting == "copy" or (setting == "auto" and plays_everywhere(stream))
+    relative_path = VIDEO_FILE_NAME if rendition is None else rendition_path(rendition)
     return VideoOutput(
-        path=work_dir / VIDEO_FILE_NAME,
-        relative_path=VIDEO_FILE_NAME,
+        path=work_dir / relative_path,
+        relative_path=relative_path,
         stream_index=stream.index,
         specifier=stream.specifier,
         codec="copy" if copy else "libx264",
@@ -295,6 +339,34 @@ def _plan_video(
         filters=() if copy else video_filters(stream),
         frame_rate=stream.frame_rate,
         start_s=stream.start_s or 0.0,
+        rendition=rendition,
+    )
+
+
+def _plan_ladder(
+    stream: FileStream, work_dir: Path, renditions: Sequence[str], preset: str, crf: int
+) -> tuple[VideoOutput, ...]:
+    """One x264 re-encode per rung below the source's height, with the source's picture
+    fixes (a copied source needs none, its rungs still get square pixels and BT.709).
+    Dolby Vision 5 has no picture to scale without libplacebo: it gets no rungs."""
+    return tuple(
+        VideoOutput(
+            path=work_dir / rendition_path(rung.name),
+            relative_path=rendition_path(rung.name),
+            stream_index=stream.index,
+            specifier=stream.specifier,
+            codec="libx264",
+            source_codec=stream.codec,
+            preset=preset,
+            crf=crf,
+            filters=video_filters(stream),
+            frame_rate=stream.frame_rate,
+            start_s=stream.start_s or 0.0,
+            rendition=rung.name,
+            scale_height=rung.height,
+            maxrate_kbps=rung.maxrate_kbps,
+        )
+        for rung in rungs_below(renditions, stream.height)
     )
 
 

@@ -36,6 +36,7 @@ class VerifiedOutput:
     width: int | None = None
     height: int | None = None
     picture: Picture = NO_PICTURE_FACTS  # pixel shape, rotation and colour, as tagged
+    rendition: str | None = None  # the video's MIRROR_RENDITIONS name, in a ladder
 
     @property
     def display_size(self) -> tuple[int | None, int | None]:
@@ -50,20 +51,29 @@ class VerifiedOutput:
         return range_of_transfer(self.picture.transfer)
 
     def video_json(self, key: str) -> dict[str, Any]:
-        """The job row's `video` facts (size and sha256 are added by the upload)."""
-        return {
+        """The job row's `video` facts (size and sha256 are added by the upload); a
+        rendition of a ladder also says its name."""
+        facts: dict[str, Any] = {
             "key": key,
             "codec": self.codec,
             "width": self.width,
             "height": self.height,
             "duration_s": self.duration_s,
         }
+        if self.rendition is not None:
+            facts["rendition"] = self.rendition
+        return facts
 
 
 @dataclass(frozen=True, slots=True)
 class VerifiedOutputs:
     video: VerifiedOutput
     audio: tuple[VerifiedOutput, ...]  # in the plan's order
+    ladder: tuple[VerifiedOutput, ...] = ()  # the lower renditions, in the plan's order
+
+    @property
+    def videos(self) -> tuple[VerifiedOutput, ...]:
+        return (self.video, *self.ladder)
 
 
 def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
@@ -71,13 +81,16 @@ def verify_outputs(plan: TranscodePlan, ffmpeg_path: str) -> VerifiedOutputs:
     for subtitle in plan.subtitles:
         check_subtitle(subtitle.path, subtitle.relative_path)
     probed = probe_own_outputs([output.path for output in plan.outputs], ffmpeg_path)
-    video, *audio = (
+    checked = [
         check_output(output, found, plan.duration_s)
         for output, found in zip(plan.outputs, probed, strict=True)
-    )
-    for track, found in zip(plan.audio, probed[1:], strict=True):
+    ]
+    videos = len(plan.videos)
+    for track, found in zip(plan.audio, probed[videos:], strict=True):
         check_aac_configuration(track, found.streams[0].channels)
-    return VerifiedOutputs(video=video, audio=tuple(audio))
+    return VerifiedOutputs(
+        video=checked[0], audio=tuple(checked[videos:]), ladder=tuple(checked[1:videos])
+    )
 
 
 def check_aac_configuration(track: AudioOutput, channels: int | None) -> None:
@@ -144,6 +157,11 @@ def check_output(
             )
     if isinstance(output, VideoOutput) and output.codec != "copy":
         _check_bt709(name, stream.picture)
+    if isinstance(output, VideoOutput) and output.scale_height not in (None, stream.height):
+        raise PermanentError(
+            f"verify: {name} is {stream.height} lines high, the rendition {output.rendition} "
+            f"must be {output.scale_height}"
+        )
     return VerifiedOutput(
         relative_path=name,
         codec=stream.codec,
@@ -151,6 +169,7 @@ def check_output(
         width=stream.width,
         height=stream.height,
         picture=stream.picture,
+        rendition=output.rendition if isinstance(output, VideoOutput) else None,
     )
 
 

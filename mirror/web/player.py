@@ -34,6 +34,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mirror.domain.item import normalize_item_id
 from mirror.domain.jobs import JobNotFound, JobRecord, Status
+from mirror.domain.manifest import video_renditions
 from mirror.domain.thumbnails import IMAGE_PLAYLIST_FILE_NAME, THUMBNAILS_DIR, TRACK_FILE_NAME
 
 if TYPE_CHECKING:
@@ -192,7 +193,8 @@ def media_keys(job: JobRecord) -> frozenset[str]:
     """The objects the row lists under the item's own prefix: the only keys presigned."""
     assert job.hls_key is not None
     prefix = posixpath.dirname(job.hls_key) + "/"
-    listed = [job.video_key, *(entry.get("key") for entry in job.audio_keys or ())]
+    listed = [job.video_key, *(entry.get("key") for entry in video_renditions(job.video))]
+    listed += [entry.get("key") for entry in job.audio_keys or ()]
     listed += [entry.get("key") for entry in job.subtitle_keys or ()]
     return frozenset(k for k in listed if isinstance(k, str) and k.startswith(prefix))
 

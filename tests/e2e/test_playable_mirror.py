@@ -343,3 +343,47 @@ def test_player_fetches_media_from_the_public_s3_url_when_the_internal_one_is_un
     assert blocked == []
     assert media_hosts and set(media_hosts) == {f"localhost:{proxy.port}"}, media_hosts
     print(f"{len(media_hosts)} media requests, all to {public_origin}; playback passed 3 s")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+def test_hlsjs_switches_renditions_mid_play_without_a_stall(
+    stack: Stack, playable_sample: SampleMedia, serve_url: str
+) -> None:
+    """MIRROR_RENDITIONS: the page lists every rendition, and a switch of hls.js's
+    currentLevel mid-play goes on playing the new rendition with no buffer stall."""
+    from playwright.sync_api import sync_playwright
+
+    item_id = stack.jellyfin.add_item(
+        playable_sample.path,
+        name="Ladder",
+        streams=playable_sample.streams,
+        duration_s=playable_sample.duration_s,
+    )
+    stack.enqueue(item_id)
+    stack.burst_in_process(MIRROR_RENDITIONS="source,180p,144p")
+    job = stack.job(item_id)
+    assert job.status == "done", job.error
+    allow_browsers(stack)
+    video = "document.getElementById('video')"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{serve_url}/play/{item_id}")
+            _until(page, "window.mirrorPlayer.levels().length === 3", 20)
+            levels = page.evaluate("window.mirrorPlayer.levels()")
+            assert sorted(level["height"] for level in levels) == [144, 180, 240], levels
+            assert page.locator("#quality option").count() == 4  # Auto and each rendition
+            page.evaluate(f"{video}.play()")
+            _until(page, f"{video}.currentTime > 1", 30)
+            lowest = min(range(3), key=lambda i: levels[i]["height"])
+            stalls = page.evaluate("window.mirrorPlayer.stalls")  # a loaded machine's, before
+            page.evaluate(f"window.mirrorPlayer.setLevel({lowest})")
+            switched = page.evaluate(f"{video}.currentTime")
+            # The new rendition's frames show (144 lines) and the clock keeps going.
+            _until(page, f"{video}.videoHeight === 144", 20)
+            _until(page, f"{video}.currentTime > {switched + 2} || {video}.ended", 20)
+            assert page.evaluate("window.mirrorPlayer.stalls") == stalls
+            assert "failed" not in (page.text_content("#status") or "")
+        finally:
+            browser.close()

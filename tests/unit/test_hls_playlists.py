@@ -216,3 +216,23 @@ def test_audio_fragments_are_grouped_into_segments_ending_with_the_videos() -> N
         assert before.offset + before.length == after.offset
     assert sum(s.length for s in segments) == 80 * 100
     assert sum(s.duration_s for s in segments) == pytest.approx(40.96)
+
+
+def test_a_ladder_is_one_variant_per_rendition_sharing_the_audio_group() -> None:
+    source = VideoRendition("video/source.m3u8", _index(4.0, size=400_000), 1920, 1080,
+                            frame_rate=25.0, video_range="PQ")  # fmt: skip
+    rung = VideoRendition("video/720p.m3u8", _index(4.0, size=100_000), 1280, 720, 25.0)
+    audio = [AudioRendition("audio/1-eng.m3u8", _index(4.0, codec="mp4a.40.2"), "E", "eng", True)]
+    text = master_playlist(source, audio, ladder=[rung])
+    lines = text.splitlines()
+    variants = [
+        (lines[i], lines[i + 1]) for i, line in enumerate(lines) if line.startswith("#EXT-X-STREAM")
+    ]
+    assert [uri for _, uri in variants] == ["video/source.m3u8", "video/720p.m3u8"]
+    (top, _), (low, _) = variants
+    assert "BANDWIDTH=802000," in top and "AVERAGE-BANDWIDTH=802000," in top
+    assert "BANDWIDTH=202000," in low and "RESOLUTION=1280x720" in low
+    assert "FRAME-RATE=25.000" in low and 'AUDIO="audio"' in low
+    # A copied HDR source says so; its re-encoded rungs are SDR, which needs no attribute.
+    assert "VIDEO-RANGE=PQ" in top and "VIDEO-RANGE" not in low
+    assert text.count("#EXT-X-MEDIA:TYPE=AUDIO") == 1

@@ -5,6 +5,7 @@ const video = document.getElementById("video");
 const master = video.dataset.master;
 const audioSelect = document.getElementById("audio");
 const subtitleSelect = document.getElementById("subtitles");
+const qualitySelect = document.getElementById("quality");
 const status = document.getElementById("status");
 const forced = new URLSearchParams(location.search).get("engine");
 // Native HLS where it is complete (Safari: audio and subtitle renditions) or the only way
@@ -30,7 +31,11 @@ function fill(select, tracks, active, keep) {
 }
 
 // One small API over both engines: the page's selects use it, and so do the browser tests.
-const player = { engine, audio: () => [], setAudio: () => {}, subtitles: () => [], setSubtitle: () => {} };
+const player = {
+  engine, audio: () => [], setAudio: () => {}, subtitles: () => [], setSubtitle: () => {},
+  // The video renditions (MIRROR_RENDITIONS): native HLS picks them itself, lists none.
+  levels: () => [], setLevel: () => {}, stalls: 0,
+};
 window.mirrorPlayer = player;
 
 if (engine === "hls.js") {
@@ -39,13 +44,20 @@ if (engine === "hls.js") {
   player.setAudio = (i) => { hls.audioTrack = i; };
   player.subtitles = () => hls.subtitleTracks.map((t, i) => ({ name: t.name, language: t.lang, active: i === hls.subtitleTrack }));
   player.setSubtitle = (i) => { hls.subtitleTrack = i; hls.subtitleDisplay = i >= 0; };
+  player.levels = () => hls.levels.map((l, i) => ({ name: l.height + "p", height: l.height, bitrate: l.bitrate, active: i === hls.currentLevel }));
+  // -1: hls.js picks by the measured bandwidth (its ABR); else that rendition from now on.
+  player.setLevel = (i) => { hls.currentLevel = i; };
   // The menus follow hls.js's track lists and switches, whoever asked for the switch.
   hls.on(Hls.Events.MANIFEST_PARSED, () => say("hls.js " + Hls.version));
   hls.on(Hls.Events.AUDIO_TRACKS_UPDATED, () => fill(audioSelect, player.audio(), hls.audioTrack, null));
   hls.on(Hls.Events.SUBTITLE_TRACKS_UPDATED, () => fill(subtitleSelect, player.subtitles(), hls.subtitleTrack, "-1"));
   hls.on(Hls.Events.AUDIO_TRACK_SWITCHED, (_, data) => { audioSelect.value = String(data.id); });
   hls.on(Hls.Events.SUBTITLE_TRACK_SWITCH, (_, data) => { subtitleSelect.value = String(data.id); });
-  hls.on(Hls.Events.ERROR, (_, data) => { if (data.fatal) say("playback failed: " + data.details, true); });
+  hls.on(Hls.Events.MANIFEST_PARSED, () => fill(qualitySelect, player.levels(), -2, "-1"));
+  hls.on(Hls.Events.ERROR, (_, data) => {
+    if (data.details === Hls.ErrorDetails.BUFFER_STALLED_ERROR) player.stalls += 1;
+    if (data.fatal) say("playback failed: " + data.details, true);
+  });
   hls.loadSource(master);
   hls.attachMedia(video);
 } else {
@@ -138,3 +150,4 @@ fetch(master.replace(/master\.m3u8$/, "thumbnails/thumbnails.vtt"))
     seek.hidden = cues.length === 0;
   })
   .catch(() => { seek.hidden = true; });
+qualitySelect.addEventListener("change", () => player.setLevel(Number(qualitySelect.value)));
