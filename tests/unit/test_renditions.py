@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mirror.db.records import JobRecord
 
 from mirror.converge.verify import expected_objects
 from mirror.domain.errors import ConfigError
 from mirror.domain.item import MediaItem, MediaStream
+from mirror.domain.jobs import JobRecord
 from mirror.domain.manifest import build_manifest, manifest_differences, restored_job
 from mirror.domain.renditions import Rung, parse_renditions, rungs_below
 from mirror.settings import load_settings
