@@ -192,6 +192,10 @@ class Settings(BaseSettings):
     x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
     x264_crf: int = Field(default=23, ge=0, le=51)
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
+    # A stereo AAC track beside each multichannel one: centre-weighted (dialogue audible),
+    # normalised to MIRROR_STEREO_LOUDNESS (LUFS integrated, EBU R128's -23 by default).
+    stereo_track: bool = True
+    stereo_loudness: float = Field(default=-23.0, ge=-70.0, le=-5.0)
     # hls: fragmented MP4 + playlists + WebVTT subtitles; mp4: faststart files only.
     output_format: OutputFormat = "hls"
     # `mirror serve`'s player page: a local hls.min.js (from the npm package) instead of

@@ -287,6 +287,7 @@ def transcode_options(settings: Settings) -> TranscodeOptions:
         x264_crf=settings.x264_crf,
         audio_bitrate=settings.audio_bitrate,
         output_format=settings.output_format,
+        stereo_loudness=settings.stereo_loudness if settings.stereo_track else None,
     )
 
 

@@ -19,7 +19,7 @@ from mirror.domain.errors import PermanentError
 from mirror.domain.item import ItemTitle, MediaItem, ServedFile
 from mirror.domain.jobs import Fence, Lease, Mirrored
 from mirror.domain.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
-from mirror.domain.objects import FileDigest, Upload, audio_key, manifest_key, output_key, video_key
+from mirror.domain.objects import FileDigest, Upload, manifest_key, output_key, video_key
 from mirror.domain.progress import AbortSignal, ProgressCallback, abortably
 from mirror.domain.sources import require_media_file, require_probed
 from mirror.files.content_probe import content_probe_of_file
@@ -136,6 +136,9 @@ class TranscodeOptions:
     x264_crf: int = 23
     audio_bitrate: str = "160k"
     output_format: OutputFormat = "hls"  # MIRROR_OUTPUT_FORMAT: `hls` adds playlists and subtitles
+    # MIRROR_STEREO_TRACK / MIRROR_STEREO_LOUDNESS: a stereo track beside each multichannel
+    # one, at this integrated loudness (LUFS); None: none.
+    stereo_loudness: float | None = -23.0
 
 
 @dataclass(frozen=True)
@@ -180,9 +183,9 @@ class MirrorPipeline:
             with BackgroundCall(download, stop, name="download") as downloading:
                 # Map from the file itself (Jellyfin numbers sidecars first), check its list.
                 plan, fed = self._plan_from_file(item, workspace.file("out"), growing, stop)
-                uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+                uploads, audio_entries, stereo = self._uploads(lease.job.item_id, plan)
                 # A killed attempt's unfinished uploads of these keys go before ours begin.
-                keys = [upload.key for upload in uploads]
+                keys = [upload.key for upload in [*uploads, *stereo]]
                 abortably(stop, lambda: self.store.abort_stale_multipart_uploads(keys))
                 # Fragmented outputs go up while ffmpeg writes them; nothing visible yet.
                 with self.store.stream_files(
@@ -211,7 +214,7 @@ class MirrorPipeline:
                     # Nothing becomes visible unless every output holds what the plan says.
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
                     # hls: subtitles and playlists (the master last) from the files' fragments.
-                    extra: list[Upload] = []
+                    extra: list[Upload] = list(stereo)  # made after ffmpeg's main run
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
                     # They join the outputs' upload: one byte count for every object.
                     digests = dict(outputs.finish(extra))
@@ -357,6 +360,7 @@ class MirrorPipeline:
             x264_crf=options.x264_crf,
             audio_bitrate=options.audio_bitrate,
             output_format="hls" if options.output_format == "hls" else "mp4",
+            stereo_loudness=options.stereo_loudness,
         )
 
     def _package(
@@ -394,15 +398,19 @@ class MirrorPipeline:
 
     def _uploads(
         self, item_id: str, plan: TranscodePlan
-    ) -> tuple[list[Upload], list[dict[str, Any]]]:
-        """The video first, then one upload and one `audio_keys` entry per audio track."""
+    ) -> tuple[list[Upload], list[dict[str, Any]], list[Upload]]:
+        """The video first, then one upload and one `audio_keys` entry per audio track;
+        the stereo tracks apart, as they are made after ffmpeg's main run."""
         uploads = [
             Upload(plan.video.path, video_key(self.s3_prefix, item_id), plan.video.content_type)
         ]
         entries: list[dict[str, Any]] = []
+        stereo: list[Upload] = []
         for audio in plan.audio:
-            key = audio_key(self.s3_prefix, item_id, audio.stream_index, audio.language)
-            uploads.append(Upload(audio.path, key, audio.content_type))
+            key = output_key(self.s3_prefix, item_id, audio.relative_path)
+            (uploads if audio.downmix is None else stereo).append(
+                Upload(audio.path, key, audio.content_type)
+            )
             entries.append(
                 {
                     "key": key,
@@ -412,7 +420,7 @@ class MirrorPipeline:
                     "codec": audio.source_codec if audio.codec == "copy" else audio.codec,
                 }
             )
-        return uploads, entries
+        return uploads, entries, stereo
 
 
 def _hls_json(

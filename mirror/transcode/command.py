@@ -12,6 +12,7 @@ from typing import Any
 
 import ffmpeg
 
+from mirror.transcode.downmix import Loudness, downmix_filters, normalise_filters
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 
 GLOBAL_OPTIONS: tuple[str, ...] = (
@@ -78,7 +79,12 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = F
     source = ffmpeg.input("pipe:0" if from_stdin else file_argument(plan.source))
     fragmented = plan.fragmented
     outputs = [_video_output(source, plan.video, fragmented)]
-    outputs += [_audio_output(source, track, fragmented) for track in plan.audio]
+    for track in plan.audio:
+        if track.downmix is None:
+            chain = audio_filters(track)
+            outputs.append(_audio_output(source[track.specifier], track, fragmented, chain))
+        else:  # the stereo track's downmix; the track itself is made after this run
+            outputs.append(_downmix_output(source, track))
     # Text subtitles of the file become WebVTT in the same run (sidecars come from Jellyfin).
     outputs += [
         ffmpeg.output(source[sub.specifier], file_argument(sub.path), format="webvtt")
@@ -112,7 +118,41 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     return ffmpeg.output(source[video.specifier], file_argument(video.path), **options)
 
 
-def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
+def build_stereo_command(
+    track: AudioOutput, measured: Loudness, ffmpeg_path: str, *, fragmented: bool
+) -> list[str]:
+    """The argv that encodes a stereo track from its downmix (written by the main run) at
+    its loudness target, as the other audio tracks are written (mirror.transcode.stereo)."""
+    assert track.downmix is not None
+    downmix = ffmpeg.input(file_argument(track.downmix.intermediate))
+    chain = ",".join(normalise_filters(track.downmix.loudness_lufs, measured))
+    output = _audio_output(downmix["a:0"], track, fragmented, chain)
+    command: list[str] = ffmpeg.compile(
+        output, cmd=[ffmpeg_path, *STEREO_GLOBAL_OPTIONS, "-loglevel", "error"]
+    )
+    return command
+
+
+# The stereo passes report nothing on stdout (their time is short, the heartbeat's
+# keep-alive covers it), and errors only on stderr.
+STEREO_GLOBAL_OPTIONS: tuple[str, ...] = ("-nostdin", "-hide_banner", "-nostats", "-y")
+
+
+def _downmix_output(source: Any, track: AudioOutput) -> Any:
+    """The stereo track's centre-weighted downmix, lossless (FLAC, 24-bit): its loudness
+    is measured once the whole track exists, then it is encoded at the target."""
+    assert track.downmix is not None
+    timing = audio_filters(track, keep_channels=True)
+    chain = ",".join([*([timing] if timing else []), *downmix_filters()])
+    return ffmpeg.output(
+        source[track.specifier],
+        file_argument(track.downmix.intermediate),
+        format="flac",
+        **{"c:a": "flac", "sample_fmt": "s32", "af": chain, "map_metadata": "-1"},
+    )
+
+
+def _audio_output(stream: Any, track: AudioOutput, fragmented: bool, chain: str | None) -> Any:
     options: dict[str, Any] = {**_output_options(fragmented), "c:a": track.codec}
     if fragmented:
         options["frag_duration"] = _AUDIO_FRAGMENT_US
@@ -124,7 +164,7 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         # movenc's automatic aac_adtstoasc does not cover fragmented output (empty_moov):
         # "Malformed AAC bitstream". The filter passes raw AAC (MKV, MP4) through as is.
         options["bsf:a"] = "aac_adtstoasc"
-    if chain := audio_filters(track):
+    if chain:
         options["af"] = chain
     if track.channels is not None:
         options["ac"] = track.channels  # fold 7.1 down to 5.1; never set to upmix
@@ -135,10 +175,10 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         options["metadata:s:a:0"] = f"language={track.language}"
     if track.title:
         options["metadata:s:a"] = f"title={track.title}"
-    return ffmpeg.output(source[track.specifier], file_argument(track.path), **options)
+    return ffmpeg.output(stream, file_argument(track.path), **options)
 
 
-def audio_filters(track: AudioOutput) -> str | None:
+def audio_filters(track: AudioOutput, *, keep_channels: bool = False) -> str | None:
     """The `-af` chain of a re-encoded track: it starts exactly where the video does, in a
     layout AAC has a configuration for.
 
@@ -146,12 +186,13 @@ def audio_filters(track: AudioOutput) -> str | None:
     that is 0, then `aresample` pads it with silence from 0 (a track that starts late in
     the source) or trims what comes before (one that starts early), and fills gaps in
     the source's timestamps the same way, so it never drifts from the picture.
+    `keep_channels`: no layout conversion (the downmix does its own).
     """
     if track.video_start_s is None:
         return None
     filters = [f"asetpts=PTS-{track.video_start_s:.6f}/TB"] if track.video_start_s else []
     filters.append("aresample=async=1:first_pts=0")
-    if track.layout is not None:
+    if track.layout is not None and not keep_channels:
         filters.append(f"aformat=channel_layouts={track.layout}")
     return ",".join(filters)
 

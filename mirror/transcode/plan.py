@@ -15,7 +15,8 @@ audio output starts where the video does (see `AudioOutput.video_start_s`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +27,7 @@ from mirror.domain.naming import (
     SUBTITLE_DIR,
     VIDEO_FILE_NAME,
     audio_file_name,
+    stereo_file_name,
     subtitle_file_name,
 )
 from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
@@ -61,6 +63,8 @@ MAX_COPY_START_GAP_S = 0.010
 # verification then fails for good; neither `ffmpeg -i` nor Jellyfin tells the two
 # apart, so multichannel AAC is re-encoded into configuration 6 (audio encoding is cheap).
 MAX_COPIED_AAC_CHANNELS = 2
+# Where the stereo tracks' downmixes go (under the output dir, never uploaded).
+_DOWNMIX_DIR = "downmix"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,17 @@ class VideoOutput:
 
 
 @dataclass(frozen=True, slots=True)
+class StereoDownmix:
+    """How a stereo track beside a multichannel one is made (MIRROR_STEREO_TRACK): the
+    main run writes the centre-weighted downmix of the source track to `intermediate`
+    (lossless, never uploaded); after it, loudnorm measures that and the track is
+    encoded at `loudness_lufs` (mirror.transcode.stereo, mirror.transcode.downmix)."""
+
+    intermediate: Path
+    loudness_lufs: float
+
+
+@dataclass(frozen=True, slots=True)
 class AudioOutput:
     """One audio track as an M4A. `codec` is the value given to `-c:a` (`copy` or `aac`)."""
 
@@ -112,6 +127,8 @@ class AudioOutput:
     # with silence (or trimmed) to start exactly there, so a track that starts late in
     # the source (or early) keeps its place against the picture. None: not re-encoded.
     video_start_s: float | None = None
+    # Set on the stereo track made beside a multichannel one (`<index>-<lang>-stereo.m4a`).
+    downmix: StereoDownmix | None = None
 
     @property
     def expected_codec(self) -> str | None:
@@ -197,12 +214,14 @@ def plan_transcode(
     audio_bitrate: str = "160k",
     probe: ProbedFile | None = None,
     output_format: OutputFormat = "mp4",
+    stereo_loudness: float | None = None,
 ) -> TranscodePlan:
     """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
 
     `probe` is the downloaded file as ffmpeg reads it: with it the streams are mapped
     from the file and checked against Jellyfin's list (see `select_streams`); without it
-    (before the download) from Jellyfin's list alone.
+    (before the download) from Jellyfin's list alone. `stereo_loudness` (LUFS; None: no
+    stereo tracks) adds a stereo track beside each multichannel one (`with_stereo_tracks`).
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
@@ -222,6 +241,9 @@ def plan_transcode(
         )
         for stream in selection.audio
     )
+    if stereo_loudness is not None:
+        channels = [stream.channels for stream in selection.audio]
+        audio = with_stereo_tracks(audio, channels, work_dir, stereo_loudness, audio_bitrate)
     duration_s = probe.duration_s if probe and probe.duration_s else item.duration_s
     return TranscodePlan(
         source=source,
@@ -312,6 +334,49 @@ def _plan_audio(
         layout=AAC_LAYOUTS.get(channels or 0) if not copy else None,
         video_start_s=None if copy else video_start_s,
     )
+
+
+def with_stereo_tracks(
+    audio: tuple[AudioOutput, ...],
+    channels: Sequence[int | None],
+    work_dir: Path,
+    loudness_lufs: float,
+    bitrate: str,
+) -> tuple[AudioOutput, ...]:
+    """Each track of more than two `channels` (the source's, None: unknown) followed by a
+    stereo track made from it.
+
+    Every multichannel track gets one, not just the first: a viewer on a phone or a TV
+    without a surround receiver needs their language, or the commentary, in stereo too.
+    The stereo track of the track players start with (Jellyfin's default, else the first)
+    becomes the default instead (HLS: DEFAULT=YES), since every client plays stereo and
+    not all play 5.1; players that do can still pick the original by its CHANNELS.
+    """
+    lead = next((track for track in audio if track.is_default), audio[0] if audio else None)
+    result: list[AudioOutput] = []
+    for track, count in zip(audio, channels, strict=True):
+        if (count or 0) <= 2:
+            result.append(track)
+            continue
+        file_name = stereo_file_name(track.stream_index, track.language)
+        stereo = replace(
+            track,
+            path=work_dir / AUDIO_DIR / file_name,
+            relative_path=f"{AUDIO_DIR}/{file_name}",
+            codec="aac",
+            title=f"{track.title or track.language or f'Track {track.stream_index}'} (stereo)",
+            bitrate=bitrate,
+            channels=None,
+            is_default=track is lead,
+            layout="stereo",
+            video_start_s=track.video_start_s or 0.0,
+            downmix=StereoDownmix(
+                intermediate=work_dir / _DOWNMIX_DIR / f"{track.stream_index}.flac",
+                loudness_lufs=loudness_lufs,
+            ),
+        )
+        result += [replace(track, is_default=False) if track is lead else track, stereo]
+    return tuple(result)
 
 
 def _starts_with(stream: FileStream, video_start_s: float) -> bool:

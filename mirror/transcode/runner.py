@@ -14,6 +14,7 @@ from mirror.transcode.feed import FeedSource, SourceFeeder
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
 from mirror.transcode.progress_lines import FfmpegProgressParser
+from mirror.transcode.stereo import make_stereo_tracks
 
 # ffmpeg exits non-zero on these when the machine, not the media, is at fault.
 _TRANSIENT_MARKERS = (
@@ -50,6 +51,9 @@ def run_transcode(
         raise TransientError(f"ffmpeg not found or not executable: {ffmpeg_path}")
     for output in (*plan.outputs, *plan.subtitles):
         output.path.parent.mkdir(parents=True, exist_ok=True)
+    for track in plan.audio:
+        if track.downmix is not None:
+            track.downmix.intermediate.parent.mkdir(parents=True, exist_ok=True)
     fed = growing_source is not None
     argv = build_command(plan, binary, from_stdin=fed)
     try:
@@ -75,6 +79,8 @@ def run_transcode(
     if feeder is not None and feeder.error is not None:
         raise feeder.error
     _raise_for_exit(returncode, stderr)
+    # The stereo tracks: measured and encoded from the downmixes this run wrote.
+    make_stereo_tracks(plan, binary, abort)
     _verify_outputs(plan)
 
 
