@@ -11,8 +11,9 @@ milder than night mode. The LFE is left out, as every stereo fold-down does.
 The coefficients are scaled so each output's sum is 1: the downmix never clips, whatever
 the source, and the loudness normalisation sets the level afterwards anyway.
 
-Loudness: two-pass `loudnorm`. The first pass measures the downmix (integrated loudness,
-loudness range, true peak, gating threshold); the second applies one gain to reach the
+Loudness: two passes. The first measures the downmix with ffmpeg's EBU R128 meter
+(integrated loudness, its gate, loudness range, true peak: loudnorm's `measured_*`);
+the second is `loudnorm` given those values, which applies one gain to reach the
 target (MIRROR_STEREO_LOUDNESS, EBU R128's -23 LUFS by default) when the true peak
 allows it, keeping the film's dynamics. When the gain would push the true peak over
 TRUE_PEAK_DBTP, loudnorm's dynamic mode (a gentle compressor and a true-peak limiter)
@@ -21,8 +22,8 @@ takes over. Pure: filter strings in, numbers out.
 
 from __future__ import annotations
 
-import json
 import math
+import re
 from dataclasses import dataclass
 
 # Layout every multichannel source is brought to before the pan: ffmpeg's resampler
@@ -59,7 +60,8 @@ def downmix_filters() -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Loudness:
-    """loudnorm's first-pass measurement of the downmix (its `input_*` figures)."""
+    """The first pass's EBU R128 measurement of the downmix: what loudnorm's second pass
+    takes as `measured_I`, `measured_TP`, `measured_LRA` and `measured_thresh`."""
 
     integrated_lufs: float
     true_peak_dbtp: float
@@ -71,9 +73,15 @@ class Loudness:
         return not math.isfinite(self.integrated_lufs) or self.integrated_lufs <= _SILENT_LUFS
 
 
-def measure_filter(target_lufs: float) -> str:
-    """The first pass: measure only (the JSON report ends ffmpeg's log)."""
-    return f"loudnorm=I={target_lufs}:TP={TRUE_PEAK_DBTP}:LRA={_MIN_LRA}:print_format=json"
+def measure_filter() -> str:
+    """The first pass: ffmpeg's EBU R128 meter with true peaks (its summary ends the log).
+
+    The same measurements loudnorm's own first pass makes (integrated loudness and its
+    gate, loudness range, true peak), at a sixth of the cost: loudnorm also renders its
+    dynamic-mode output at 192 kHz while it measures (10 min of stereo: 23 CPU-s against
+    3.7 with the meter, bench figures in README: A stereo track people can hear).
+    """
+    return "ebur128=peak=true:framelog=quiet"
 
 
 def normalise_filters(target_lufs: float, measured: Loudness) -> tuple[str, ...]:
@@ -99,24 +107,26 @@ def normalise_filters(target_lufs: float, measured: Loudness) -> tuple[str, ...]
     return (loudnorm, f"aresample={OUTPUT_RATE}", "aformat=channel_layouts=stereo")
 
 
-def parse_loudness(log_lines: list[str]) -> Loudness | None:
-    """The last JSON report loudnorm printed in `log_lines` (ffmpeg's stderr), if any."""
-    end = next((i for i in range(len(log_lines) - 1, -1, -1) if log_lines[i].strip() == "}"), None)
-    if end is None:
+def parse_loudness(log: str) -> Loudness | None:
+    """The meter's summary in ffmpeg's log (stderr), None when there is none."""
+    _, found, summary = log.rpartition("Summary:")
+    if not found:
         return None
-    start = next((i for i in range(end, -1, -1) if log_lines[i].strip().endswith("{")), None)
-    if start is None:
-        return None
-    try:
-        report = json.loads("{" + "\n".join(log_lines[start + 1 : end + 1]))
-        return Loudness(
-            integrated_lufs=float(report["input_i"]),
-            true_peak_dbtp=float(report["input_tp"]),
-            range_lu=float(report["input_lra"]),
-            threshold_lufs=float(report["input_thresh"]),
-        )
-    except (ValueError, KeyError, TypeError):
-        return None
+    facts = []
+    for pattern in (_INTEGRATED, _GATE, _RANGE, _PEAK):
+        found = pattern.search(summary)
+        if found is None:
+            return None
+        facts.append(float(found.group(1)))
+    integrated, gate, loudness_range, peak = facts
+    return Loudness(integrated, peak, loudness_range, gate)
+
+
+_NUMBER = r"(-?(?:inf|nan|\d+(?:\.\d+)?))"
+_INTEGRATED = re.compile(rf"\bI:\s+{_NUMBER} LUFS")
+_GATE = re.compile(rf"Threshold:\s+{_NUMBER} LUFS")  # the first: the integrated one's
+_RANGE = re.compile(rf"\bLRA:\s+{_NUMBER} LU\b")
+_PEAK = re.compile(rf"Peak:\s+{_NUMBER} dBFS")
 
 
 def _clamp(value: float, low: float, high: float) -> float:

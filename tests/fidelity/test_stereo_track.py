@@ -126,28 +126,33 @@ def test_stereo_track_is_centre_weighted_at_the_loudness_target_and_default(
     assert surround.is_default is False
 
 
-def test_loudnorm_report_is_read_and_turned_into_a_linear_second_pass() -> None:
-    log = [
-        "[Parsed_loudnorm_0 @ 0x55] ",
-        "{",
-        '\t"input_i" : "-31.42",',
-        '\t"input_tp" : "-12.01",',
-        '\t"input_lra" : "14.30",',
-        '\t"input_thresh" : "-41.90",',
-        '\t"output_i" : "-23.02",',
-        '\t"normalization_type" : "dynamic",',
-        '\t"target_offset" : "-0.03"',
-        "}",
-        "[out#0/null @ 0x56] video:0KiB audio:4500KiB",
-    ]
+def test_meter_summary_is_read_and_turned_into_a_linear_loudnorm_pass() -> None:
+    log = """[Parsed_ebur128_0 @ 0x55] Summary:
+
+  Integrated loudness:
+    I:         -31.4 LUFS
+    Threshold: -41.9 LUFS
+
+  Loudness range:
+    LRA:        14.3 LU
+    Threshold: -52.0 LUFS
+    LRA low:   -40.1 LUFS
+    LRA high:  -25.8 LUFS
+
+  True peak:
+    Peak:      -12.0 dBFS
+[out#0/null @ 0x56] video:0KiB audio:4500KiB"""
     measured = parse_loudness(log)
-    assert measured == Loudness(-31.42, -12.01, 14.3, -41.9)
+    assert measured == Loudness(-31.4, -12.0, 14.3, -41.9)
     loudnorm, *rest = normalise_filters(-23.0, measured)
-    assert "measured_I=-31.42" in loudnorm and "linear=true" in loudnorm
+    assert "measured_I=-31.4" in loudnorm and "measured_thresh=-41.9" in loudnorm
+    assert "linear=true" in loudnorm
     assert "LRA=15" in loudnorm  # the film's own range: kept linear when the peak allows
     assert rest == ["aresample=48000", "aformat=channel_layouts=stereo"]
-    silent = Loudness(float("-inf"), float("-inf"), 0.0, -70.0)
+    silence = log.replace("-31.4 LUFS", "-70.0 LUFS").replace("-12.0 dBFS", "-inf dBFS")
+    silent = parse_loudness(silence)
+    assert silent is not None and silent.silent
     assert normalise_filters(-23.0, silent) == (
         "aformat=sample_rates=48000:channel_layouts=stereo",
     )
-    assert parse_loudness(["no report here"]) is None
+    assert parse_loudness("no summary here") is None
