@@ -114,10 +114,10 @@ def parse_loudness(log: str) -> Loudness | None:
         return None
     facts = []
     for pattern in (_INTEGRATED, _GATE, _RANGE, _PEAK):
-        found = pattern.search(summary)
-        if found is None:
+        match = pattern.search(summary)
+        if match is None:
             return None
-        facts.append(float(found.group(1)))
+        facts.append(float(match.group(1)))
     integrated, gate, loudness_range, peak = facts
     return Loudness(integrated, peak, loudness_range, gate)
 
