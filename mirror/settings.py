@@ -35,6 +35,7 @@ from mirror.domain.durations import (
 )
 from mirror.domain.errors import ConfigError
 from mirror.domain.redact import hide_url_password, register_secrets, url_password
+from mirror.transcode.encoders import VideoEncoderSetting
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
@@ -188,6 +189,9 @@ class Settings(BaseSettings):
     s3_part_size: Size = 16 * 1024 * 1024
 
     video_codec: VideoCodecSetting = "auto"
+    # Which H.264 encoder re-encodes: `auto` probes the GPU at worker start (a test
+    # encode), else libx264; or libx264, h264_vaapi, h264_qsv, h264_nvenc.
+    video_encoder: VideoEncoderSetting = "auto"
     audio_codec: AudioCodecSetting = "auto"
     x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
     x264_crf: int = Field(default=23, ge=0, le=51)

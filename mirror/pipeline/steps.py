@@ -45,6 +45,7 @@ from mirror.transcode import (
     run_transcode,
     verify_outputs,
 )
+from mirror.transcode.encoders import VideoEncoder
 from mirror.transcode.feed import FeedSource
 from mirror.transcode.moov_first import MoovFirstFeed, moov_first_feed, probe_moov_first
 from mirror.transcode.streamable import HEAD_BYTES, bytes_before_probe
@@ -139,6 +140,9 @@ class TranscodeOptions:
     # MIRROR_STEREO_TRACK / MIRROR_STEREO_LOUDNESS: a stereo track beside each multichannel
     # one, at this integrated loudness (LUFS); None: none.
     stereo_loudness: float | None = -23.0
+    # The H.264 encoder of a re-encode and its device (mirror.transcode.encoder_probe).
+    video_encoder: VideoEncoder = "libx264"
+    encoder_device: str | None = None
 
 
 @dataclass(frozen=True)
@@ -361,6 +365,8 @@ class MirrorPipeline:
             audio_bitrate=options.audio_bitrate,
             output_format="hls" if options.output_format == "hls" else "mp4",
             stereo_loudness=options.stereo_loudness,
+            video_encoder=options.video_encoder,
+            encoder_device=options.encoder_device,
         )
 
     def _package(

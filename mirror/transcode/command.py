@@ -8,11 +8,12 @@ stderr (which then carries the reason when the run fails).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ffmpeg
 
 from mirror.transcode.downmix import Loudness, downmix_filters, normalise_filters
+from mirror.transcode.encoders import EncoderOptions, VideoEncoder, VideoQuality, encoder_options
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 
 GLOBAL_OPTIONS: tuple[str, ...] = (
@@ -92,8 +93,18 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = F
         if sub.specifier is not None
     ]
     graph = ffmpeg.merge_outputs(*outputs)
-    command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS])
+    # An encoder's device (VAAPI) is opened before the input.
+    device = () if plan.video.codec == "copy" else _encoder_options(plan.video).global_options
+    command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS, *device])
     return command
+
+
+def _encoder_options(video: VideoOutput) -> EncoderOptions:
+    encoder = cast(VideoEncoder, video.codec)
+    quality = VideoQuality(
+        preset=video.preset or "veryfast", crf=23 if video.crf is None else video.crf
+    )
+    return encoder_options(encoder, quality, video.filters, device=video.device)
 
 
 def _output_options(fragmented: bool) -> dict[str, Any]:
@@ -105,11 +116,10 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     # position among the file's video streams, which no sidecar numbering can shift.
     options: dict[str, Any] = {**_output_options(fragmented), "c:v": video.codec}
     if video.codec != "copy":
-        # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
-        options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
-        # The filters leave BT.709 (converted or tone-mapped) and tag the frames so.
-        if video.filters:
-            options["vf"] = ",".join(video.filters)
+        # 8-bit 4:2:0 (yuv420p / nv12): 10-bit or 4:4:4 sources would otherwise give H.264
+        # that browsers refuse. The filters leave BT.709 (converted or tone-mapped) and tag
+        # the frames so; the encoder adds its hand-over (mirror.transcode.encoders).
+        options.update(_encoder_options(video).output)
         if fragmented:
             options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
     if fragmented:

@@ -30,6 +30,7 @@ from mirror.domain.naming import (
     stereo_file_name,
     subtitle_file_name,
 )
+from mirror.transcode.encoders import VideoEncoder
 from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
@@ -69,7 +70,8 @@ _DOWNMIX_DIR = "downmix"
 
 @dataclass(frozen=True, slots=True)
 class VideoOutput:
-    """The video-only MP4. `codec` is the value given to `-c:v` (`copy` or `libx264`)."""
+    """The video-only MP4. `codec` is the value given to `-c:v`: `copy`, or the H.264
+    encoder (mirror.transcode.encoders: libx264 or a hardware one)."""
 
     path: Path
     relative_path: str  # POSIX path under the output directory, also the S3 key suffix
@@ -77,7 +79,7 @@ class VideoOutput:
     specifier: str  # `v:N`: its position among the file's video streams (cover art counts)
     codec: str
     source_codec: str | None
-    preset: str | None  # x264 settings, None when copying
+    preset: str | None  # x264 settings (every encoder's quality), None when copying
     crf: int | None
     # The re-encode's `-vf` chain (mirror.transcode.picture); empty when copying.
     filters: tuple[str, ...] = ()
@@ -85,6 +87,7 @@ class VideoOutput:
     # Where its first frame is on ffmpeg's clock, which the subtitles keep and video.mp4
     # drops (it starts at 0): the subtitles' X-TIMESTAMP-MAP LOCAL (mirror.hls).
     start_s: float = 0.0
+    device: str | None = None  # the encoder's device (VAAPI's render node), if it has one
 
     @property
     def expected_codec(self) -> str | None:
@@ -215,6 +218,8 @@ def plan_transcode(
     probe: ProbedFile | None = None,
     output_format: OutputFormat = "mp4",
     stereo_loudness: float | None = None,
+    video_encoder: VideoEncoder = "libx264",
+    encoder_device: str | None = None,
 ) -> TranscodePlan:
     """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
 
@@ -222,9 +227,12 @@ def plan_transcode(
     from the file and checked against Jellyfin's list (see `select_streams`); without it
     (before the download) from Jellyfin's list alone. `stereo_loudness` (LUFS; None: no
     stereo tracks) adds a stereo track beside each multichannel one (`with_stereo_tracks`).
+    `video_encoder` (on `encoder_device`) re-encodes the video when it is not copied.
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
+    if video.codec != "copy":
+        video = replace(video, codec=video_encoder, device=encoder_device)
     if video.codec != "copy" and dolby_vision_without_fallback(selection.video):
         raise PermanentError(
             f"item {item.id} ({item.name}) is Dolby Vision profile 5, which has no HDR10 or "
