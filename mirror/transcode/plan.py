@@ -251,7 +251,10 @@ def plan_transcode(
     )
     if stereo_loudness is not None:
         channels = [stream.channels for stream in selection.audio]
-        audio = with_stereo_tracks(audio, channels, work_dir, stereo_loudness, audio_bitrate)
+        video_start_s = selection.video.start_s or 0.0
+        audio = with_stereo_tracks(
+            audio, channels, work_dir, stereo_loudness, audio_bitrate, video_start_s
+        )
     duration_s = probe.duration_s if probe and probe.duration_s else item.duration_s
     return TranscodePlan(
         source=source,
@@ -350,9 +353,11 @@ def with_stereo_tracks(
     work_dir: Path,
     loudness_lufs: float,
     bitrate: str,
+    video_start_s: float = 0.0,
 ) -> tuple[AudioOutput, ...]:
     """Each track of more than two `channels` (the source's, None: unknown) followed by a
-    stereo track made from it.
+    stereo track made from it, starting where the video does (`video_start_s` on
+    ffmpeg's clock), even beside a copied track.
 
     Every multichannel track gets one, not just the first: a viewer on a phone or a TV
     without a surround receiver needs their language, or the commentary, in stereo too.
@@ -377,7 +382,7 @@ def with_stereo_tracks(
             channels=None,
             is_default=track is lead,
             layout="stereo",
-            video_start_s=track.video_start_s or 0.0,
+            video_start_s=video_start_s,
             downmix=StereoDownmix(
                 intermediate=work_dir / _DOWNMIX_DIR / f"{track.stream_index}.flac",
                 loudness_lufs=loudness_lufs,

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable
 
 from mirror.domain.errors import PermanentError, TransientError
-from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.transcode.command import build_command
 from mirror.transcode.feed import FeedSource, SourceFeeder
 from mirror.transcode.plan import TranscodePlan
@@ -67,9 +67,15 @@ def run_transcode(
             growing_source, process.stdin, lambda: kill_group(process), wait_for_room
         )
         feeder.start()
+    last: list[Progress] = []  # the main run's final progress, which the stereo passes keep
+
+    def heard(progress: Progress) -> None:
+        last[:] = [progress]
+        on_progress(progress)
+
     with process:
         try:
-            returncode, stderr = _supervise(process, plan, on_progress, abort)
+            returncode, stderr = _supervise(process, plan, heard, abort)
         finally:
             if feeder is not None:
                 # ffmpeg is gone: a feeder still waiting for bytes ends on its own at the
@@ -80,7 +86,7 @@ def run_transcode(
         raise feeder.error
     _raise_for_exit(returncode, stderr)
     # The stereo tracks: measured and encoded from the downmixes this run wrote.
-    make_stereo_tracks(plan, binary, abort)
+    make_stereo_tracks(plan, binary, abort, on_progress, last[0] if last else None)
     _verify_outputs(plan)
 
 

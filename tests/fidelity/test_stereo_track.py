@@ -17,7 +17,7 @@ import pytest
 
 from mirror.demo.media import SampleMedia, probe_duration, run_ffmpeg
 from mirror.domain.item import MediaStream
-from mirror.domain.progress import AbortSignal
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.hls import package_hls
 from mirror.transcode import plan_transcode, probe_file, run_transcode, verify_outputs
 from mirror.transcode.downmix import Loudness, normalise_filters, parse_loudness
@@ -91,7 +91,12 @@ def test_stereo_track_is_centre_weighted_at_the_loudness_target_and_default(
         "audio/1-eng.m4a",
         "audio/1-eng-stereo.m4a",
     ]
-    run_transcode(plan, ffmpeg_path, lambda progress: None, AbortSignal())
+    heard: list[Progress] = []
+    run_transcode(plan, ffmpeg_path, heard.append, AbortSignal())
+    # The passes after the main run report progress (the stall watchdog sees it move).
+    notes = [progress.note for progress in heard if progress.note]
+    assert any("audio/1-eng-stereo.m4a: measuring loudness" in note for note in notes), notes
+    assert notes[-1] == "stereo track audio/1-eng-stereo.m4a: encoding 100%", notes
     verified = verify_outputs(plan, ffmpeg_path)
     surround, stereo = plan.audio
     assert [track.duration_s for track in verified.audio] == pytest.approx(
