@@ -22,6 +22,8 @@ _TRANSIENT_MARKERS = (
     "Cannot allocate memory",
     "Resource temporarily unavailable",
     "Disk quota exceeded",
+    # NVENC: no free encoder session (a GeForce caps them; other jobs hold them now).
+    "OpenEncodeSessionEx failed",
 )
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mirror.domain.errors import ConfigError
+from mirror.domain.errors import ConfigError, TransientError
 from mirror.domain.item import MediaItem, MediaStream
-from mirror.domain.progress import Progress
+from mirror.domain.progress import AbortSignal, Progress
 from mirror.runner.heartbeat import Heartbeat
 from mirror.testing.fake_queue import InMemoryJobQueue
-from mirror.transcode import build_command, plan_transcode
+from mirror.transcode import build_command, plan_transcode, run_transcode
 from mirror.transcode.encoder_probe import choose_video_encoder, parse_encoders
 from mirror.transcode.encoders import VideoQuality, encoder_options
 from mirror.views import detail_rows
@@ -195,3 +195,22 @@ def test_the_heartbeat_names_the_workers_encoder() -> None:
         "encoder": "h264_nvenc",
     }
     assert ("encoder", "h264_nvenc") in detail_rows(record)  # mirror show, the job page
+
+
+def test_a_busy_nvenc_is_a_transient_failure(tmp_path: Path) -> None:
+    """Every NVENC session taken (a GeForce caps them): retried later, not failed for good."""
+    script = tmp_path / "ffmpeg"
+    script.write_text(
+        "#!/bin/sh\necho '[h264_nvenc @ 0x1] OpenEncodeSessionEx failed: out of memory (10)' >&2\n"
+        "exit 1\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    item = MediaItem(
+        id="a" * 32, name="Movie", type="Movie", container="mkv", size=1000, duration_s=10.0,
+        streams=(MediaStream(index=0, type="Video", codec="mpeg2video", frame_rate=25.0),),
+    )  # fmt: skip
+    plan = plan_transcode(item, tmp_path / "out", tmp_path / "source.mkv",
+                          video_encoder="h264_nvenc")  # fmt: skip
+
+    with pytest.raises(TransientError, match="OpenEncodeSessionEx failed"):
+        run_transcode(plan, str(script), lambda progress: None, AbortSignal())
