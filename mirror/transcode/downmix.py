@@ -77,9 +77,9 @@ def measure_filter() -> str:
     """The first pass: ffmpeg's EBU R128 meter with true peaks (its summary ends the log).
 
     The same measurements loudnorm's own first pass makes (integrated loudness and its
-    gate, loudness range, true peak), at a sixth of the cost: loudnorm also renders its
-    dynamic-mode output at 192 kHz while it measures (10 min of stereo: 23 CPU-s against
-    3.7 with the meter, bench figures in README: A stereo track people can hear).
+    gate, loudness range, true peak), at a seventh of the cost: loudnorm also renders its
+    dynamic-mode output at 192 kHz while it measures (10 min of stereo: 28 CPU-s against
+    4.2 with the meter, bench/stereo.py).
     """
     return "ebur128=peak=true:framelog=quiet"
 

@@ -5,9 +5,9 @@ can only be measured over a whole track, so the main run writes each stereo trac
 downmix as lossless FLAC beside the outputs (no second decode of the source, no wait for
 the download), and after it this module runs, per stereo track, the measuring pass over
 that FLAC (EBU R128 meter) and then loudnorm with the measured values, encoding AAC.
-Per hour of film, about 22 CPU-s to measure and 95 to encode (the AAC encoder's own
-cost, about 88), besides 23 for the FLAC in the main run (README: A stereo track people
-can hear).
+Per hour of audio, about 25 CPU-s to measure and 104 to encode (the AAC encoder's own
+cost, about 94), besides 25 for the FLAC in the main run (bench/stereo.py; README: A
+stereo track people can hear).
 """
 
 from __future__ import annotations
