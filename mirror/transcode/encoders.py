@@ -18,6 +18,10 @@ starting points, README: Hardware encoders):
 - h264_vaapi: `-global_quality <crf>`: ffmpeg gives it to the driver as ICQ where it has
   one (Intel's iHD), else as the constant QP (Mesa's radeonsi), so a driver without a
   quality mode still encodes; B-frames as x264 uses them (`-bf 3`).
+Key frames: the ones the command forces (every fragment's start, aligned across
+renditions) must be IDR frames, so each HLS segment decodes on its own; libx264 and
+VAAPI make a forced key frame an IDR by themselves, NVENC and QSV are told to
+(`-forced-idr 1`, `-forced_idr 1`).
 Hardware encoders lack x264's macroblock tree, so the same quantizer spends somewhat more
 bits: the CRF setting stays the one quality knob for every encoder.
 
@@ -112,6 +116,7 @@ def encoder_options(
                 "spatial-aq": "1",
                 "rc-lookahead": "20",
                 "bf": _B_FRAMES,
+                "forced-idr": "1",
                 "profile:v": "high",
                 "pix_fmt": "yuv420p",
             }
@@ -125,6 +130,7 @@ def encoder_options(
                 "preset": _QSV_PRESETS.get(quality.preset, quality.preset),
                 "global_quality": quality.crf,
                 "bf": _B_FRAMES,
+                "forced_idr": "1",
                 "profile:v": "high",
             }
         )
