@@ -316,11 +316,13 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
     from mirror.runner.worker import Worker, WorkerConfig
 
     concurrency = worker_concurrency(settings, concurrency)
-    encoder = video_encoder(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
-    options = transcode_options(settings, encoder)
+    transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
     media = jellyfin_client(settings)
     store = s3_storage(settings)
     engine = database_engine(settings, concurrency=concurrency)
+    # Probed (and logged) once the other adapters' settings passed: their errors first.
+    encoder = video_encoder(settings)
+    options = transcode_options(settings, encoder)
     repo = JobRepository(engine)
     history = AttemptLog(engine)
     pipeline = MirrorPipeline(
