@@ -143,8 +143,7 @@ def build_stereo_command(
     return command
 
 
-# The stereo passes report nothing on stdout (their time is short, the heartbeat's
-# keep-alive covers it), and errors only on stderr.
+# The stereo passes (mirror.transcode.stereo adds `-progress pipe:1` and the log level).
 STEREO_GLOBAL_OPTIONS: tuple[str, ...] = ("-nostdin", "-hide_banner", "-nostats", "-y")
 
 
