@@ -1,4 +1,4 @@
-"""Which H.264 encoder re-encodes the video, and its ffmpeg options: one function per run.
+"""Which H.264 encoder re-encodes the video, and its ffmpeg options: one function for all.
 
 `encoder_options(encoder, quality, filters)` is the only place that knows an encoder's
 flags. `quality` speaks x264's language (MIRROR_X264_PRESET / MIRROR_X264_CRF, optionally
