@@ -119,7 +119,7 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
         # 8-bit 4:2:0 (yuv420p / nv12): 10-bit or 4:4:4 sources would otherwise give H.264
         # that browsers refuse. The filters leave BT.709 (converted or tone-mapped) and tag
         # the frames so; the encoder adds its hand-over (mirror.transcode.encoders).
-        options.update(_encoder_options(video).output)
+        options.update(_encoder_options(video).output_with_filters())
         if fragmented:
             options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
     if fragmented:

@@ -120,7 +120,7 @@ def test_encode(
     options = encoder_options(encoder, VideoQuality(), device=device)
     argv = [ffmpeg_path, "-hide_banner", "-nostdin", "-loglevel", "error"]
     argv += [*options.global_options, "-f", "lavfi", "-i", _TEST_SOURCE]
-    for name, value in options.output.items():
+    for name, value in options.output_with_filters().items():
         argv += [f"-{name}", str(value)]
     argv += ["-f", "null", "-"]
     code, stderr = run(argv)

@@ -81,11 +81,19 @@ class VideoQuality:
 
 @dataclass(frozen=True, slots=True)
 class EncoderOptions:
-    """An encoder's part of the command: options before the input (a device to open) and
-    the video output's options (`c:v`, quality, pixel format, `vf`)."""
+    """An encoder's part of the command: options before the input (a device to open), the
+    video output's options (`c:v`, quality, pixel format) and its filter chain: the
+    picture filters given, then the hand-over to the encoder. A plain output takes the
+    chain as `-vf` (`output_with_filters`); outputs fed by a `-filter_complex` (a `split`
+    into renditions) end their branch of the graph with it instead."""
 
     global_options: tuple[str, ...] = ()
     output: dict[str, Any] = field(default_factory=dict)
+    filters: tuple[str, ...] = ()
+
+    def output_with_filters(self) -> dict[str, Any]:
+        """`output` plus the chain as `vf` (when there is one)."""
+        return {**self.output, "vf": ",".join(self.filters)} if self.filters else dict(self.output)
 
 
 def encoder_options(
@@ -151,6 +159,4 @@ def encoder_options(
                     "bufsize": quality.buffer_bits,
                 }
             )
-    if chain:
-        output["vf"] = ",".join(chain)
-    return EncoderOptions(global_options=global_options, output=output)
+    return EncoderOptions(global_options=global_options, output=output, filters=tuple(chain))

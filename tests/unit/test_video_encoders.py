@@ -128,22 +128,23 @@ def test_each_encoder_gets_its_quality_settings_and_hand_over() -> None:
 
     x264 = encoder_options("libx264", quality, filters)
     assert x264.global_options == ()
-    assert x264.output == {
+    assert x264.output_with_filters() == {
         "c:v": "libx264",
         "preset": "veryfast",
         "crf": 23,
         "pix_fmt": "yuv420p",
         "vf": ",".join(filters),
     }
-    nvenc = encoder_options("h264_nvenc", quality, filters).output
+    assert x264.filters == filters  # for a -filter_complex branch (renditions)
+    nvenc = encoder_options("h264_nvenc", quality, filters).output_with_filters()
     assert (nvenc["preset"], nvenc["rc"], nvenc["cq"], nvenc["b:v"]) == ("p4", "vbr", 23, "0")
     assert nvenc["vf"] == ",".join(filters)  # NVENC uploads memory frames itself
-    qsv = encoder_options("h264_qsv", quality, filters).output
+    qsv = encoder_options("h264_qsv", quality, filters).output_with_filters()
     assert (qsv["preset"], qsv["global_quality"]) == ("veryfast", 23)
     assert qsv["vf"].endswith(",format=nv12")
     vaapi = encoder_options("h264_vaapi", quality, filters, device="/dev/dri/renderD129")
     assert vaapi.global_options == ("-vaapi_device", "/dev/dri/renderD129")
-    assert vaapi.output["vf"] == ",".join([*filters, "format=nv12", "hwupload"])
+    assert vaapi.filters == (*filters, "format=nv12", "hwupload")
     assert vaapi.output["global_quality"] == 23
 
 
@@ -157,7 +158,7 @@ def test_a_bitrate_cap_fits_every_encoder() -> None:
     assert encoder_options("h264_nvenc", capped, scale).output["maxrate"] == 3_000_000
     qsv = encoder_options("h264_qsv", capped, scale).output
     assert (qsv["b:v"], qsv["maxrate"]) == (2_250_000, 3_000_000)
-    vaapi = encoder_options("h264_vaapi", capped, scale).output
+    vaapi = encoder_options("h264_vaapi", capped, scale).output_with_filters()
     assert (vaapi["rc_mode"], vaapi["maxrate"]) == ("VBR", 3_000_000)
     assert vaapi["vf"] == "scale=-2:720,format=nv12,hwupload"
 
