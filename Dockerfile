@@ -38,6 +38,7 @@ ENV MIRROR_WORK_DIR=/work
 USER mirror
 
 # SIGTERM (docker stop) makes the worker stop claiming and release its running job after
-# MIRROR_SHUTDOWN_GRACE; give containers a stop timeout longer than that.
+# MIRROR_SHUTDOWN_GRACE; give containers a stop timeout longer than that (compose:
+# stop_grace_period; Kubernetes: deploy/helm/mirror computes terminationGracePeriodSeconds).
 ENTRYPOINT ["mirror"]
 CMD ["worker"]

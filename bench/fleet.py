@@ -51,11 +51,11 @@ from mirror.db.attempt_log import AttemptLog
 from mirror.db.listen import JobListener
 from mirror.db.repository import JobRepository
 from mirror.domain.jobs import Fence, Lease, Mirrored
-from mirror.domain.logs import get_logger
-from mirror.domain.progress import AbortSignal, Progress
-from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
+from mirror.domain.progress import Progress
+from mirror.runner.assembly import assemble_worker
+from mirror.runner.attempt import AttemptPolicy
 from mirror.runner.heartbeat import Heartbeat
-from mirror.runner.worker import Worker, WorkerConfig
+from mirror.runner.worker import WorkerConfig
 from mirror.settings import load_settings
 
 HEARTBEAT_INTERVAL = 0.1
@@ -155,13 +155,6 @@ def worker_process(url: str, mode: str, work_s: float, ready: Any, go: Any, resu
         retry_backoff=settings.retry_backoff,
     )
     pipeline = stand_in_pipeline(work_s)
-    log = get_logger("mirror.job")
-
-    def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
-        return run_attempt(
-            lease, abort, queue=queue, pipeline=pipeline, policy=policy, log=log, history=history
-        )
-
     listen = None if settings.transaction_pooling else JobListener(url, reconnect_s=0.5)
     config = WorkerConfig(
         name=f"bench:{os.getpid()}",
@@ -172,7 +165,7 @@ def worker_process(url: str, mode: str, work_s: float, ready: Any, go: Any, resu
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
     )
-    worker = Worker(queue, run_one, config, listen=listen)
+    worker = assemble_worker(queue, pipeline, policy, config, history=history, listen=listen)
     with engine.connect() as conn:
         conn.execute(text("SELECT 1"))
     ready.release()

@@ -125,6 +125,9 @@ def worker_env(
             "MIRROR_S3_SECRET_ACCESS_KEY": harness.DUMMY_KEY,
             "MIRROR_WORK_DIR": str(work),
             "MIRROR_LOG_LEVEL": "WARNING",
+            # The peers make no thumbnails: the same work on both sides (their own cost
+            # is bench/thumbnails.py's figure).
+            "MIRROR_THUMBNAILS": "false",
             "AWS_EC2_METADATA_DISABLED": "true",
         }
     )

@@ -31,8 +31,8 @@ from harness import say
 from sqlalchemy import Engine, text
 
 from mirror.db.engine import make_engine
-from mirror.db.repository import Fence, JobRepository
-from mirror.domain.jobs import Mirrored
+from mirror.db.repository import JobRepository
+from mirror.domain.jobs import Fence, Mirrored
 from mirror.domain.progress import Progress
 from mirror.runner.heartbeat import Heartbeat
 

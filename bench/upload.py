@@ -27,7 +27,8 @@ from pathlib import Path
 import harness
 from harness import MB, MiB
 
-from mirror.s3.storage import S3Storage, Upload
+from mirror.domain.objects import Upload
+from mirror.s3.storage import S3Storage
 from mirror.settings import Settings
 
 KEY = "mirror/0123456789abcdef0123456789abcdef/video.mp4"

@@ -202,6 +202,10 @@ class Settings(BaseSettings):
     stereo_loudness: float = Field(default=-23.0, ge=-70.0, le=-5.0)
     # hls: fragmented MP4 + playlists + WebVTT subtitles; mp4: faststart files only.
     output_format: OutputFormat = "hls"
+    # Scrubbing thumbnails (sprite sheets + a WebVTT track under `thumbnails/`), one per
+    # `thumbnail_interval`, from the video's keyframes in the same ffmpeg run.
+    thumbnails: bool = True
+    thumbnail_interval: Duration = Field(default=10.0, ge=1.0, le=3600.0)
     # `mirror serve`'s player page: a local hls.min.js (from the npm package) instead of
     # the pinned CDN copy, for sites without internet access.
     hlsjs_path: Path | None = None

@@ -10,22 +10,22 @@ from rich.table import Table
 from rich.text import Text
 
 from mirror.db.attempt_log import AttemptRecord
-from mirror.db.repository import JobRecord
 from mirror.domain.durations import format_bytes, format_duration, format_rate
+from mirror.domain.jobs import JobRecord, Status
 
-STATUS_STYLES = {
-    "new": "cyan",
-    "processing": "yellow",
-    "done": "green",
-    "failed": "red",
-    "cancelled": "magenta",
-    "removed": "dim",
+STATUS_STYLES: dict[str, str] = {  # Status members: the rows' text finds them
+    Status.NEW: "cyan",
+    Status.PROCESSING: "yellow",
+    Status.DONE: "green",
+    Status.FAILED: "red",
+    Status.CANCELLED: "magenta",
+    Status.REMOVED: "dim",
 }
 
 
 def heartbeat_age(record: JobRecord, now: datetime | None = None) -> str:
     """Age of the last sign of life, only meaningful while processing."""
-    if record.status != "processing" or record.heartbeat_at is None:
+    if record.status != Status.PROCESSING or record.heartbeat_at is None:
         return ""
     now = now or datetime.now(UTC)
     return format_duration(max(0.0, (now - record.heartbeat_at).total_seconds()) or 0.001)
@@ -99,7 +99,7 @@ def phase_eta(data: dict[str, Any] | None, elapsed_s: float | None = None) -> fl
 
 def job_eta(record: JobRecord, now: datetime | None = None) -> str:
     """Time left in a processing job's current phase, for the `--watch` table."""
-    if record.status != "processing":
+    if record.status != Status.PROCESSING:
         return ""
     data = record.heartbeat_data or {}
     elapsed = None

@@ -292,6 +292,7 @@ def transcode_options(settings: Settings, encoder: EncoderChoice | None = None) 
         audio_bitrate=settings.audio_bitrate,
         output_format=settings.output_format,
         stereo_loudness=settings.stereo_loudness if settings.stereo_track else None,
+        thumbnail_interval_s=settings.thumbnail_interval if settings.thumbnails else None,
     )
 
 
@@ -308,12 +309,11 @@ def video_encoder(settings: Settings) -> EncoderChoice:
 def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worker:
     """The worker with every real adapter: Postgres, Jellyfin, ffmpeg, S3."""
     from mirror.db.listen import JobListener
-    from mirror.domain.jobs import Lease
-    from mirror.domain.progress import AbortSignal
     from mirror.jellyfin.body import fast_path_problem
     from mirror.pipeline.steps import MirrorPipeline
-    from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt
-    from mirror.runner.worker import Worker, WorkerConfig
+    from mirror.runner.assembly import assemble_worker
+    from mirror.runner.attempt import AttemptPolicy
+    from mirror.runner.worker import WorkerConfig
 
     concurrency = worker_concurrency(settings, concurrency)
     transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
@@ -343,18 +343,11 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         retry_backoff=settings.retry_backoff,
         encoder=encoder.encoder,
     )
-    job_log = get_logger("mirror.job")
     problem = fast_path_problem()
     if problem is not None:
-        job_log.warning("download fast path unavailable, using httpx's reads: %s", problem)
-
-    def run_one(lease: Lease, abort: AbortSignal) -> Outcome:
-        log = job_log.bind(job=lease.job_id, item=lease.job.item_id, attempt=lease.job.attempts)
-        outcome = run_attempt(
-            lease, abort, queue=repo, pipeline=pipeline, policy=policy, log=log, history=history
+        get_logger("mirror.job").warning(
+            "download fast path unavailable, using httpx's reads: %s", problem
         )
-        log.info("attempt ended: %s", outcome.value)
-        return outcome
 
     config = WorkerConfig(
         name=worker_name(),
@@ -374,4 +367,4 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         if settings.transaction_pooling
         else JobListener(settings.database_url_required, reconnect_s=settings.poll_interval)
     )
-    return Worker(repo, run_one, config, listen=listen)
+    return assemble_worker(repo, pipeline, policy, config, history=history, listen=listen)

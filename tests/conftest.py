@@ -1,5 +1,18 @@
 """Shared fixtures live in tests/fixtures/, one module per real service."""
 
+import os
+import sys
+
+import pytest
+
+# Bytecode is written and read during the tests even where PYTHONDONTWRITEBYTECODE is set
+# (CI machines and the Dockerfile set it): without it each xdist worker compiles mirror/
+# and pytest rewrites every test module from source (~4 CPU-s a worker), and each of the
+# hundreds of `mirror` processes the tests start compiles the modules it imports again.
+# Popped before xdist starts its workers, so they and every subprocess inherit it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 pytest_plugins = [
     "tests.fixtures.postgres",
     "tests.fixtures.media",
@@ -34,20 +47,22 @@ TIMING = {
 # second worker, beside the timing chain rather than at its end.
 BUSY = {
     "test_canary_secrets_appear_nowhere_after_the_fault_scenarios",
-    "test_eight_processes_claim_each_of_2000_jobs_exactly_once",
-    "test_four_workers_with_two_slots_mirror_30_items_exactly_once",
+    "test_eight_processes_claim_each_of_600_jobs_exactly_once",
+    "test_four_workers_with_two_slots_mirror_16_items_exactly_once",
     "test_four_workers_with_max_downloads_2_never_download_more_than_two_at_once",
     "test_two_workers_behind_transaction_pooling_mirror_everything_one_download_at_once",
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
     """Every test under tests/e2e carries the `e2e` marker (`make test-fast` skips them).
 
     The two groups go first: --dist loadgroup hands out work in collection order, so
     each long chain starts at once on a worker of its own while the rest spreads out.
+    Run first (tryfirst): xdist's worker turns the `xdist_group` marks into node ids in
+    the same hook, and without it ran before the marks were there (no group existed).
     """
-    import pytest
 
     def group_of(item: object) -> str | None:
         name = getattr(item, "originalname", None)
@@ -60,3 +75,12 @@ def pytest_collection_modifyitems(config: object, items: list[object]) -> None:
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))  # type: ignore[attr-defined]
     items.sort(key=lambda item: group_of(item) is None)
+
+
+def pytest_configure(config: object) -> None:
+    """mirror/ compiled once, before the workers start: not by each worker and process."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        import compileall
+        from pathlib import Path
+
+        compileall.compile_dir(Path(__file__).parent.parent / "mirror", quiet=1)

@@ -8,12 +8,11 @@ the one boundary: the traceback only with --debug or MIRROR_LOG_LEVEL=DEBUG).
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,13 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mirror import fleet_views, wiring
 from mirror.cli import converge, fleet
 from mirror.cli.boundary import fail, fail_unexpectedly
+from mirror.cli.context import Context, print_json
 from mirror.cli.malloc import limit_malloc_arenas
 from mirror.converge.library_sweep import sweep_library
-from mirror.db.engine import DatabaseUnavailable, describe_database_error
-from mirror.db.repository import JobNotFound, JobRecord, JobRepository, JobStateError
+from mirror.db.repository import JobRepository
 from mirror.domain.errors import ConfigError, MirrorError
 from mirror.domain.item import normalize_item_id
-from mirror.domain.jobs import STATUSES
+from mirror.domain.jobs import STATUSES, DatabaseUnavailable, JobNotFound, JobRecord, JobStateError
 from mirror.domain.logs import setup_logging
 from mirror.jellyfin.kinds import check_item_kinds
 from mirror.settings import Settings, load_settings
@@ -303,7 +302,7 @@ def jobs(
     repo = database().jobs
     records = repo.list(status=status, limit=limit, search=search)
     if as_json:
-        _print_json([record.to_json() for record in records])
+        print_json([record.to_json() for record in records])
     else:
         held_back = fleet_views.banner(repo.fleet_state(), settings().active_windows)
         if held_back:
@@ -321,7 +320,7 @@ def show(
     record = _find(db.jobs, job_or_item)
     attempts = db.attempts.attempts_of(record.id)
     if as_json:
-        _print_json({**record.to_json(), "attempt_history": [a.to_json() for a in attempts]})
+        print_json({**record.to_json(), "attempt_history": [a.to_json() for a in attempts]})
     else:
         stdout.print(job_details(record, attempts))
 
@@ -426,23 +425,13 @@ def _find(repo: JobRepository, job_or_item: str) -> JobRecord:
         raise JobNotFound(f"no job with id or item id {job_or_item}") from None
 
 
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-converge.register(
-    app,
-    db_app,
-    converge.Context(settings=settings, database=database, usage_error=UsageProblem, stdout=stdout),
-)
-
-fleet.register(app, fleet.Context(settings=settings, database=database, usage_error=UsageProblem))
+lent = Context(settings=settings, database=database, usage_error=UsageProblem, stdout=stdout)
+converge.register(app, db_app, lent)
+fleet.register(app, lent)
 
 
 def main() -> None:
     """Entry point: run the app and turn known errors into one line and an exit code."""
-    from sqlalchemy.exc import DBAPIError
-
     try:
         app()  # standalone: usage errors print typer's message and exit 2 by themselves
     except KeyboardInterrupt:
@@ -451,8 +440,6 @@ def main() -> None:
         fail(str(error), 2)
     except (JobNotFound, JobStateError, DatabaseUnavailable, MirrorError) as error:
         fail(str(error), 1)
-    except DBAPIError as error:
-        fail(f"database error: {describe_database_error(error)}", 1)
     except Exception as error:  # the boundary: a bug or an unforeseen failure, one line
         fail_unexpectedly(error, with_traceback=_wants_traceback())
 

@@ -1,32 +1,21 @@
 """`mirror pause [--drain]` and `mirror resume`: every worker of the fleet at once.
 
-Registered onto the app of `mirror.cli.commands` by `register` (like mirror.cli.converge,
-they never import that module). Their lines come from mirror.fleet_views.
+Registered onto the app of `mirror.cli.commands` by `register`, with its
+`mirror.cli.context.Context` (they never import that module). Their lines come from
+mirror.fleet_views.
 """
 
 from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated
 
 import typer
 
-from mirror import wiring
+from mirror.cli.context import Context
 from mirror.domain.jobs import FleetMode
 from mirror.fleet_views import MAX_REASON, change_line
-from mirror.settings import Settings
-
-
-@dataclass(frozen=True)
-class Context:
-    """What mirror.cli.commands lends these commands."""
-
-    settings: Callable[[], Settings]
-    database: Callable[[], wiring.Database]
-    usage_error: Callable[[str], Exception]
 
 
 def register(app: typer.Typer, ctx: Context) -> None:

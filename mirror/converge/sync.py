@@ -19,7 +19,7 @@ from mirror.converge.fingerprints import ProbeContent, fingerprint_changes, only
 from mirror.converge.library_sweep import LibraryLister, PageProgress, titles_of
 from mirror.converge.renames import CopyMirror, copy_renamed
 from mirror.domain.item import ItemTitle
-from mirror.domain.jobs import ItemHistory
+from mirror.domain.jobs import ItemHistory, Status
 from mirror.domain.listing import ItemSummary
 from mirror.domain.sources import non_file_kind
 
@@ -53,11 +53,11 @@ def classify(
     """
     if history is not None and history.pending_removal:
         return SyncClass.RESTORED, []
-    if history is None or history.latest_status == "removed":
+    if history is None or history.latest_status == Status.REMOVED:
         return SyncClass.NEW, []
-    if history.latest_status in ("new", "processing"):
+    if history.latest_status in (Status.NEW, Status.PROCESSING):
         return SyncClass.QUEUED, []
-    if history.latest_status in ("failed", "cancelled"):
+    if history.latest_status in (Status.FAILED, Status.CANCELLED):
         return SyncClass.FAILED, []
     changes = fingerprint_changes(history.done_source or {}, current)
     return (SyncClass.CHANGED, changes) if changes else (SyncClass.UNCHANGED, [])

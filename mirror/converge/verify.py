@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from mirror.domain.jobs import JobRecord
 from mirror.domain.manifest import ManifestError, decode_manifest, manifest_differences
+from mirror.domain.thumbnails import thumbnail_objects
 
 
 class Verdict(enum.StrEnum):
@@ -58,6 +59,17 @@ def expected_objects(job: JobRecord) -> list[dict[str, Any]]:
     if job.hls_key:  # its size and SHA-256 are in the manifest, not on the row
         entries.append({"key": job.hls_key})
     return [{"key": e["key"], "size": e.get("size"), "sha256": e.get("sha256")} for e in entries]
+
+
+def manifest_thumbnails(body: bytes | None) -> list[dict[str, Any]]:
+    """The thumbnail objects (sheets and track) a manifest lists, with size and SHA-256;
+    none when it is missing or unreadable (check_manifest reports that)."""
+    if body is None:
+        return []
+    try:
+        return thumbnail_objects(decode_manifest(body))
+    except ManifestError:
+        return []
 
 
 def check_object(
@@ -170,7 +182,10 @@ def verify_jobs(
     def one(job: JobRecord) -> None:
         known = sizes if sizes is not None else dict(bucket.iter_objects(item_prefix(job.item_id)))
         checks = []
-        for expected in expected_objects(job):
+        present = job.manifest_key is not None and job.manifest_key in known
+        body = bucket.get_bytes(job.manifest_key) if job.manifest_key and present else None
+        # The thumbnails are on no row: the manifest lists them (older ones: none).
+        for expected in [*expected_objects(job), *manifest_thumbnails(body)]:
             stored = known.get(expected["key"])
             digest = None
             if deep and stored is not None:
@@ -178,8 +193,7 @@ def verify_jobs(
                 stored = stored if digest is not None else None  # deleted meanwhile
             checks.append(check_object(job.item_id, expected, stored, digest))
         if job.manifest_key is not None:
-            present = job.manifest_key in known
-            manifest = check_manifest(job, bucket.get_bytes(job.manifest_key) if present else None)
+            manifest = check_manifest(job, body)
             if manifest is not None:
                 checks.append(manifest)
         with lock:

@@ -15,11 +15,10 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from mirror.db.engine import raises_unavailable
-from mirror.db.records import row_json
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
-from mirror.domain.jobs import AttemptStats
+from mirror.domain.jobs import AttemptStats, row_json
 
-__all__ = ["AttemptLog", "AttemptRecord", "AttemptStats"]
+__all__ = ["AttemptLog", "AttemptRecord"]
 
 
 @dataclass(frozen=True, slots=True)

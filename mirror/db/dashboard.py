@@ -17,10 +17,11 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from mirror.db.counters import count_due, fold, read_totals
-from mirror.db.records import JobRecord
+from mirror.db.engine import raises_unavailable
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.titles import TITLE_MATCHES, like_pattern
+from mirror.domain.jobs import JobRecord
 
 _COLUMNS = ", ".join(JobRecord.__slots__)
 
@@ -58,6 +59,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise BadCursor("cursor is not one this API handed out") from None
 
 
+@raises_unavailable
 class DashboardQueries:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

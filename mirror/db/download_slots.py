@@ -32,6 +32,7 @@ from collections.abc import Iterator
 import psycopg
 from psycopg.rows import TupleRow
 
+from mirror.db.engine import describe_database_error
 from mirror.domain.errors import TransientError
 from mirror.domain.progress import AbortSignal, ProgressCallback
 from mirror.pipeline.download_gate import waiting_for_slot
@@ -182,6 +183,6 @@ class DownloadSlots:
 
 
 def _unavailable(what: str, error: psycopg.Error) -> TransientError:
-    """A transient error for the job: the driver's first line (never a password)."""
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return TransientError(f"{what}: {detail}")
+    """A transient error for the job (its download stops and it goes back to the queue),
+    with the driver's first line (never a password)."""
+    return TransientError(f"{what}: {describe_database_error(error)}")

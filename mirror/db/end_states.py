@@ -13,10 +13,9 @@ from sqlalchemy import Engine, text
 
 from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import as_json, fenced_update, notify_workers, why_fenced
-from mirror.db.records import Fence
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import JOBS as _JOBS
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Fence, Mirrored, Status
 
 # A wait for Jellyfin's probe or for disk space grows to this; a library scan can take
 # about this long, and a longer wait would only hide that the item is ready.
@@ -211,6 +210,6 @@ class JobEndStates:
             ).first()
             if row is None:
                 return why_fenced(conn, job_id, token), None
-            if row.status == "new":
+            if row.status == Status.NEW:
                 notify_workers(conn)
             return Fence.OK, str(row.status)

@@ -2,37 +2,59 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import psycopg
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DataError, DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from mirror.db.schema import JOBS
 from mirror.domain.errors import ConfigError
-from mirror.domain.jobs import DatabaseUnavailable
+from mirror.domain.jobs import DatabaseUnavailable, ValuesRefused
 
 __all__ = [
-    "DatabaseUnavailable",
     "SchemaProblem",
     "check_schema",
     "describe_database_error",
+    "domain_errors",
     "find_schema_problem",
     "make_engine",
+    "raises_unavailable",
+    "translates_driver_errors",
 ]
 
 
 _Class = TypeVar("_Class", bound=type)
+# What the drivers raise when Postgres cannot serve a statement: SQLAlchemy's wrapper of
+# psycopg's errors, a pool that stayed busy, and psycopg's own (its raw connections).
+_DRIVER_ERRORS = (DBAPIError, PoolTimeout, psycopg.Error)
+_TRANSLATES = "__mirror_translates_driver_errors__"
+
+
+@contextlib.contextmanager
+def domain_errors() -> Iterator[None]:
+    """Raise the domain's `DatabaseUnavailable` (`ValuesRefused` for a value Postgres
+    refused) in place of the driver's errors, so nothing above mirror.db catches or even
+    imports SQLAlchemy's or psycopg's."""
+    try:
+        yield
+    except (DataError, psycopg.DataError) as error:
+        detail = describe_database_error(error)
+        raise ValuesRefused(f"database error: {detail}", detail) from error
+    except _DRIVER_ERRORS as error:
+        detail = describe_database_error(error)
+        raise DatabaseUnavailable(f"database error: {detail}", detail) from error
 
 
 def raises_unavailable(cls: _Class) -> _Class:
-    """Make every public method of an adapter class raise `DatabaseUnavailable` in place of
-    the driver's outage errors (a dropped or refused connection, a pool that stayed busy),
-    so the core retries an outage without knowing SQLAlchemy or psycopg."""
+    """Run every public method of an adapter class inside `domain_errors`, so the core
+    retries an outage and the edges report it without knowing SQLAlchemy or psycopg."""
     for name, method in list(vars(cls).items()):
         if name.startswith("_") or not inspect.isfunction(method):
             continue
@@ -40,18 +62,28 @@ def raises_unavailable(cls: _Class) -> _Class:
     return cls
 
 
+def translates_driver_errors(method: object) -> bool:
+    """Whether `raises_unavailable` wrapped this method (tests/integration check it)."""
+    return bool(getattr(method, _TRANSLATES, False))
+
+
 def _translated(method: Callable[..., Any]) -> Callable[..., Any]:
+    if inspect.isgeneratorfunction(method):  # its statements run while it is iterated
+
+        @functools.wraps(method)
+        def iterate(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            with domain_errors():
+                yield from method(*args, **kwargs)
+
+        setattr(iterate, _TRANSLATES, True)
+        return iterate
+
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with domain_errors():
             return method(*args, **kwargs)
-        except DBAPIError as error:
-            detail = describe_database_error(error)
-            raise DatabaseUnavailable(f"database error: {detail}", detail) from error
-        except PoolTimeout as error:
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else "pool timeout"
-            raise DatabaseUnavailable(f"database error: {detail}", detail[:200]) from error
 
+    setattr(call, _TRANSLATES, True)
     return call
 
 
@@ -90,10 +122,10 @@ _POOLER_SQLSTATES = frozenset({"26000", "42P05"})
 POOLER_HINT = "behind PgBouncer's transaction pooling? set MIRROR_PGBOUNCER=transaction"
 
 
-def describe_database_error(error: DBAPIError) -> str:
+def describe_database_error(error: Exception) -> str:
     """First line of the driver's message; psycopg never echoes the password. A prepared
     statement error says what it most likely means: a transaction pooler in between."""
-    original = error.orig if error.orig is not None else error
+    original = error.orig if isinstance(error, DBAPIError) and error.orig is not None else error
     first_line = str(original).strip().splitlines()[0] if str(original).strip() else ""
     if getattr(original, "sqlstate", None) in _POOLER_SQLSTATES:
         return f"{first_line} ({POOLER_HINT})"

@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from mirror.db.records import Fence, JobRecord
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.schema import NOTIFY_CHANNEL
+from mirror.domain.jobs import Fence, JobRecord, Status
 
 JOB_COLUMNS = ", ".join(JobRecord.__slots__)
 
@@ -70,8 +70,8 @@ def why_fenced(
         text(f"SELECT status, lease_token FROM {_JOBS} WHERE id = :id"), {"id": job_id}
     ).first()
     if row is not None and row.lease_token == token:
-        if row.status == "cancelled":
+        if row.status == Status.CANCELLED:
             return Fence.CANCELLED
-        if done_is_ok and row.status == "done":
+        if done_is_ok and row.status == Status.DONE:
             return Fence.OK
     return Fence.LEASE_LOST

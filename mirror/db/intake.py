@@ -11,11 +11,11 @@ from sqlalchemy import Connection, Engine, text
 from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import JOB_COLUMNS, notify_workers, record_of
 from mirror.db.job_reads import get_job
-from mirror.db.records import Enqueued, JobRecord, JobStateError
 from mirror.db.removals import restore_on
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.titles import TITLE_COLUMNS, TITLE_INTEGERS, record_titles
 from mirror.domain.item import ItemTitle, normalize_item_id
+from mirror.domain.jobs import Enqueued, JobRecord, JobStateError, Status
 
 _NO_TITLE = ItemTitle()
 _TITLES = ", ".join(TITLE_COLUMNS)
@@ -145,7 +145,7 @@ class JobIntake:
         """Queue a failed or cancelled job again with a fresh attempt budget."""
         with self.engine.begin() as conn:
             current = get_job(conn, job_id)
-            if current.status not in ("failed", "cancelled"):
+            if current.status not in (Status.FAILED, Status.CANCELLED):
                 raise JobStateError(
                     f"job {job_id} is {current.status}; only failed or cancelled jobs can be "
                     "retried (use `mirror enqueue` to mirror a done item again)"

@@ -8,10 +8,10 @@ from sqlalchemy import Connection, Engine, text
 
 from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import JOB_COLUMNS, record_of
-from mirror.db.records import JobNotFound, JobRecord
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.titles import TITLE_MATCHES, like_pattern
 from mirror.domain.item import normalize_item_id
+from mirror.domain.jobs import JobNotFound, JobRecord
 
 
 @raises_unavailable

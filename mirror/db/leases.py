@@ -15,11 +15,10 @@ from sqlalchemy import Engine, text
 
 from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import as_json, notify_workers, record_of, why_fenced
-from mirror.db.records import Fence, JobRecord, Lease, Rescued
 from mirror.db.schema import ATTEMPTS as _ATTEMPTS
 from mirror.db.schema import FLEET as _FLEET
 from mirror.db.schema import JOBS as _JOBS
-from mirror.domain.jobs import FleetMode
+from mirror.domain.jobs import Fence, FleetMode, JobRecord, Lease, Rescued, Status
 
 
 @raises_unavailable
@@ -140,7 +139,7 @@ class JobLeases:
                 ),
                 {"stale": stale_timeout_s, "stale_text": f"{stale_timeout_s:g}s"},
             ).all()
-            if any(row.status == "new" for row in rows):
+            if any(row.status == Status.NEW for row in rows):
                 notify_workers(conn)
         return [
             Rescued(

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
+from mirror.db.engine import domain_errors
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -35,7 +37,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic import command
 
     config = alembic_config(engine)
-    with engine.begin() as connection:
+    with domain_errors(), engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
@@ -45,6 +47,6 @@ def check(engine: Engine) -> None:
     from alembic import command
 
     config = alembic_config(engine)
-    with engine.begin() as connection:
+    with domain_errors(), engine.begin() as connection:
         config.attributes["connection"] = connection
         command.check(config)

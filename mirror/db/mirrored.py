@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from mirror.db.engine import raises_unavailable
 from mirror.db.schema import JOBS as _JOBS
 from mirror.domain.jobs import ItemHistory, JobRecord
 from mirror.domain.manifest import RestoredJob
@@ -20,6 +21,7 @@ from mirror.domain.manifest import RestoredJob
 _JOB_COLUMNS = ", ".join(JobRecord.__slots__)
 
 
+@raises_unavailable
 class MirroredItems:
     """Read and change whole item histories; each method is one short transaction."""
 

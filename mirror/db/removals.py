@@ -16,12 +16,16 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
+from mirror.db.engine import raises_unavailable
 from mirror.db.schema import JOBS as _JOBS
+from mirror.domain.jobs import Status
 
 # Serialises the webhook's guard: two ItemDeleted deliveries at once must not both
 # pass a limit that only one of them fits under. Any constant unique in the database.
 _GUARD_LOCK = 0x6D69_7272_6F72_6431  # "mirrord1"
 CANCELLED_BY_DELETE = "cancelled: the item was deleted in Jellyfin"
+# A `Marked.outcome` besides the statuses the jobs took (`removed`, `cancelled`).
+HELD_BACK = "held back"
 
 # The item and every item recorded under it (titles, migration 0010): deleting a Series or
 # Season in Jellyfin 10.9-12.0-rc4 reports only the folder (LibraryManager.DeleteItem calls
@@ -41,13 +45,14 @@ RemovalCheck = Callable[[int, int], "str | None"]
 class Marked:
     """What marking one item did (the ItemDeleted webhook's answer)."""
 
-    # removed; cancelled (a job ran or waited, nothing was mirrored yet); held back;
-    # already removed; not mirrored
+    # Status.REMOVED; Status.CANCELLED (a job ran or waited, nothing was mirrored yet);
+    # HELD_BACK; already removed; not mirrored
     outcome: str
     reason: str | None = None  # for held back: why
     items: int = 1  # how many items that was (a Series or Season: its mirrored episodes)
 
 
+@raises_unavailable
 class Removals:
     """Mark, restore and purge removed items."""
 
@@ -93,7 +98,7 @@ class Removals:
                     marked = any(state.marked for state in states)
                     return Marked("already removed" if marked else "not mirrored")
                 _mark(conn, active)
-                return Marked("cancelled", items=len(active))
+                return Marked(Status.CANCELLED, items=len(active))
             counts = conn.execute(
                 text(
                     f"""
@@ -111,9 +116,9 @@ class Removals:
             ).one()
             problem = check(counts.pending + len(mirrored), counts.mirrored)
             if problem is not None:
-                return Marked("held back", problem, items=len(mirrored))
+                return Marked(HELD_BACK, problem, items=len(mirrored))
             _mark(conn, sorted({*mirrored, *active}))
-            return Marked("removed", items=len(mirrored))
+            return Marked(Status.REMOVED, items=len(mirrored))
 
     def restore(self, item_ids: Sequence[str]) -> list[str]:
         """Back in Jellyfin before the purge: its `removed` jobs are `done` again."""

@@ -11,35 +11,14 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from mirror.db.end_states import NOT_READY_MAX_DELAY_S, JobEndStates
+from mirror.db.end_states import JobEndStates
 from mirror.db.fleet import JobFleet
 from mirror.db.intake import JobIntake
 from mirror.db.job_reads import JobReads
 from mirror.db.leases import JobLeases
-from mirror.db.records import (
-    Enqueued,
-    Fence,
-    JobNotFound,
-    JobRecord,
-    JobStateError,
-    Lease,
-    Rescued,
-)
-from mirror.db.schema import NOTIFY_CHANNEL
 from mirror.db.titles import JobTitles
 
-__all__ = [
-    "NOTIFY_CHANNEL",
-    "NOT_READY_MAX_DELAY_S",
-    "Enqueued",
-    "Fence",
-    "JobNotFound",
-    "JobRecord",
-    "JobRepository",
-    "JobStateError",
-    "Lease",
-    "Rescued",
-]
+__all__ = ["JobRepository"]
 
 
 class JobRepository(JobIntake, JobLeases, JobEndStates, JobReads, JobTitles, JobFleet):

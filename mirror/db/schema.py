@@ -5,19 +5,14 @@ Statuses are the job vocabulary (`mirror.domain.jobs.Status`); alembic/versions 
 
 from __future__ import annotations
 
-from mirror.domain.jobs import ACTIVE_STATUSES, STATUSES, Status
-
 __all__ = [
-    "ACTIVE_STATUSES",
     "ATTEMPTS",
     "COUNTERS",
     "FLEET",
     "JOBS",
     "NOTIFY_CHANNEL",
     "SCHEMA",
-    "STATUSES",
     "TITLE_SEARCH_TEXT",
-    "Status",
 ]
 
 SCHEMA = "media_mirror"

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, text
 
+from mirror.db.engine import raises_unavailable
 from mirror.db.schema import SCHEMA
 
 _TABLE = f"{SCHEMA}.ended_sessions"
 
 
+@raises_unavailable
 class EndedSessionStore:
     """Records and answers which session ids were logged out."""
 

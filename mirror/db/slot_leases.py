@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Iterator
 
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from mirror.db.engine import describe_database_error
 from mirror.db.schema import SCHEMA
@@ -188,8 +188,6 @@ class LeasedDownloadSlots:
 
 
 def _unavailable(what: str, error: SQLAlchemyError) -> TransientError:
-    """A transient error for the job: the driver's first line (never a password)."""
-    detail = (
-        describe_database_error(error) if isinstance(error, DBAPIError) else type(error).__name__
-    )
-    return TransientError(f"{what}: {detail}")
+    """A transient error for the job (its download stops and it goes back to the queue),
+    with the driver's first line (never a password)."""
+    return TransientError(f"{what}: {describe_database_error(error)}")

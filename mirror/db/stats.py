@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Connection, Engine, text
 
 from mirror.db.counters import PHASES, Totals, count_due, fold, read_totals
-from mirror.db.engine import find_schema_problem
+from mirror.db.engine import find_schema_problem, raises_unavailable
 from mirror.db.schema import FLEET as _FLEET
 from mirror.db.schema import JOBS as _JOBS
 
@@ -64,6 +64,7 @@ class QueueSnapshot:
     fleet_mode: str = "running"
 
 
+@raises_unavailable
 class QueueStats:
     """The statements behind health and metrics; each call is one short read."""
 

@@ -18,10 +18,10 @@ from sqlalchemy import Connection, Engine, text
 
 from mirror.db.engine import raises_unavailable
 from mirror.db.fencing import why_fenced
-from mirror.db.records import Fence
 from mirror.db.schema import JOBS as _JOBS
 from mirror.db.schema import TITLE_SEARCH_TEXT
 from mirror.domain.item import ItemTitle
+from mirror.domain.jobs import Fence
 
 TITLE_INTEGERS = frozenset({"season_number", "episode_number", "year"})
 TITLE_COLUMNS: tuple[str, ...] = tuple(field.name for field in fields(ItemTitle))

@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mirror import wiring
-from mirror.db.repository import JobRecord, JobRepository
+from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.demo.media import SampleKind, generate_sample
 from mirror.demo.services import (
@@ -45,6 +45,7 @@ from mirror.demo.services import (
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.domain.durations import format_bytes
 from mirror.domain.errors import ConfigError, MirrorError
+from mirror.domain.jobs import JobRecord, Status
 from mirror.domain.logs import RedactSecrets
 from mirror.settings import Settings, load_settings
 from mirror.transcode import find_ffmpeg
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
 BUCKET = "mirror-demo"
 PREFIX = "demo"
-FINISHED = ("done", "failed", "cancelled")
+FINISHED = (Status.DONE, Status.FAILED, Status.CANCELLED)
 # One sample that is remuxed (H.264/AAC is copied) and one that is re-encoded.
 SAMPLES: tuple[tuple[SampleKind, str], ...] = (
     ("h264_aac", "Demo Remux (H.264 + AAC, copied)"),
@@ -195,7 +196,7 @@ def run_demo(
             console.print()
         objects = _list_objects(s3)
         console.print(_objects_table(objects))
-        failed = [job for job in jobs if job.status != "done"]
+        failed = [job for job in jobs if job.status != Status.DONE]
         if failed:
             first = failed[0]
             raise DemoFailed(
@@ -267,7 +268,7 @@ def _demo_logging(console: Console, verbose: bool) -> Iterator[None]:
 def _refuse_busy_queue(stats: QueueStats) -> None:
     """A shared queue would hand real jobs to the demo's worker (and demo jobs to yours)."""
     counts = stats.jobs_by_status()
-    active = counts.get("new", 0) + counts.get("processing", 0)
+    active = counts.get(Status.NEW, 0) + counts.get(Status.PROCESSING, 0)
     if active:
         raise ConfigError(
             f"the database of MIRROR_DATABASE_URL has {active} queued or running job(s); "
@@ -352,7 +353,7 @@ def _objects_table(objects: list[tuple[str, int]]) -> Table:
 
 def summary_line(result: DemoResult) -> str:
     """The last line: what was mirrored, how long it took, that nothing is left running."""
-    done = sum(job.status == "done" for job in result.jobs)
+    done = sum(job.status == Status.DONE for job in result.jobs)
     return (
         f"done: {done} of {len(result.jobs)} jobs mirrored, {len(result.objects)} S3 objects, "
         f"in {result.elapsed_s:.1f}s; every server the demo started is stopped and its "

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mirror.domain.thumbnails import TrickplayTiles
+
 
 @dataclass(frozen=True, slots=True)
 class ItemTitle:
@@ -138,6 +140,8 @@ class MediaItem:
     title: ItemTitle = field(
         default_factory=ItemTitle
     )  # name, series, season, episode, year, parent ids
+    # Jellyfin's trickplay tiles of that source (fields=Trickplay), None when it made none.
+    trickplay: TrickplayTiles | None = None
 
     @property
     def video_streams(self) -> tuple[MediaStream, ...]:

@@ -247,6 +247,14 @@ class DatabaseUnavailable(MirrorError):
         self.detail = detail if detail is not None else message
 
 
+class ValuesRefused(DatabaseUnavailable):
+    """Postgres refused a value (e.g. a \\u0000 in a string, which jsonb refuses).
+
+    A kind of `DatabaseUnavailable`, so callers that know only outages treat it as they
+    always did; `mirror db import-manifests` tells it apart to name the manifest at fault.
+    """
+
+
 class JobNotFound(LookupError):
     pass
 

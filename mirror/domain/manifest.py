@@ -76,13 +76,17 @@ def build_manifest(
     ffmpeg_version: str | None,
     hls: Mapping[str, Any] | None = None,
     subtitles: Sequence[Mapping[str, Any]] = (),
+    thumbnails: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest of one finished attempt (all times UTC, ISO 8601).
 
     `hls` (output format hls) is `{master, playlists: [{key, size, sha256}]}`;
-    `subtitles` are the row's `subtitle_keys` entries (with size and sha256).
+    `subtitles` are the row's `subtitle_keys` entries (with size and sha256);
+    `thumbnails` the scrubbing thumbnails (mirror.domain.thumbnails.thumbnails_json),
+    null when none were made.
     """
     return {
+        "thumbnails": dict(thumbnails) if thumbnails else None,
         "hls": dict(hls) if hls else None,
         "subtitles": [dict(entry) for entry in subtitles],
         "manifest_version": MANIFEST_VERSION,

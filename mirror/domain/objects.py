@@ -39,6 +39,11 @@ def manifest_key(prefix: str, item_id: str) -> str:
     return _join_key(prefix, item_id, "manifest.json")
 
 
+def prefix_root(prefix: str) -> str:
+    """`<prefix>/`: every item's objects live under it (empty for no prefix)."""
+    return _join_key(prefix, "")
+
+
 def item_prefix(prefix: str, item_id: str) -> str:
     """`<prefix>/<item_id>/`: every object of one item lives under it."""
     return _join_key(prefix, item_id, "")

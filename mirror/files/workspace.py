@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mirror.domain.durations import format_bytes
 from mirror.domain.errors import InsufficientSpace, JobCancelled, PermanentError
+from mirror.domain.jobs import Status
 
 log = logging.getLogger("mirror.workspace")  # the name logs carried before the move to packages
 
@@ -125,9 +126,9 @@ def _ends_for_good(error: BaseException) -> bool:
 def resumable_here(status: str, worker_id: str | None, host: str) -> bool:
     """Whether an item directory may still serve its job on `host`: the job waits in the
     queue (the next attempt may run here), or an attempt on this host holds it."""
-    if status == "new":
+    if status == Status.NEW:
         return True
-    return status == "processing" and (worker_id or "").split(":", 1)[0] == host
+    return status == Status.PROCESSING and (worker_id or "").split(":", 1)[0] == host
 
 
 def clean_up_orphans(root: Path, keep: Callable[[str], bool]) -> list[Path]:

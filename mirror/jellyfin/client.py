@@ -22,6 +22,7 @@ from mirror.domain.errors import PermanentError, TransientError
 from mirror.domain.item import MediaItem, ServedFile
 from mirror.domain.listing import ItemHit, ItemPage, Library
 from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.domain.thumbnails import TrickplayTiles
 from mirror.jellyfin.download import ResumableDownload
 from mirror.jellyfin.failures import (
     MAX_REDIRECTS,
@@ -44,7 +45,8 @@ from mirror.jellyfin.quirks import has_symlink_bug, symlink_bug_error
 
 CLIENT_VERSION = "0.1.0"
 # ParentId: the item's folder (an episode's season), kept with its jobs (domain.item.ItemTitle).
-ITEM_FIELDS = "Path,MediaSources,MediaStreams,ParentId"
+# Trickplay: the thumbnail tiles Jellyfin made, copied instead of making our own.
+ITEM_FIELDS = "Path,MediaSources,MediaStreams,ParentId,Trickplay"
 LISTING_FIELDS = "Path,MediaSources,ParentId"
 # How long the server's version is trusted: long enough to cost one request per worker
 # now and then, short enough to notice an upgrade of Jellyfin without a restart.
@@ -308,6 +310,24 @@ class JellyfinClient:
                 with attempt:
                     try:
                         response = self._http.get(path)
+                    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                        raise classify_http_error("GET", path, exc) from exc
+                    raise_for_status(response, path, item_id)
+                    return response.content
+        except RetryableError as exc:
+            raise give_up(exc, self._retry.attempts) from exc
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def fetch_trickplay_tile(self, item_id: str, tiles: TrickplayTiles, index: int) -> bytes:
+        """Sheet `index` of Jellyfin's trickplay tiles (`/Videos/{itemId}/Trickplay/
+        {width}/{index}.jpg`); 404 (no such sheet, or its file is gone) is permanent."""
+        path = f"/Videos/{require_item_id(item_id)}/Trickplay/{tiles.width}/{index}.jpg"
+        params = {"mediaSourceId": tiles.media_source_id}
+        try:
+            for attempt in self._retry.retrying():
+                with attempt:
+                    try:
+                        response = self._http.get(path, params=params)
                     except (httpx.HTTPError, httpx.InvalidURL) as exc:
                         raise classify_http_error("GET", path, exc) from exc
                     raise_for_status(response, path, item_id)

@@ -13,6 +13,7 @@ from mirror.domain import item
 from mirror.domain.errors import PermanentError
 from mirror.domain.item import ItemTitle, MediaItem, MediaStream
 from mirror.domain.listing import ItemHit, ItemSummary, Library
+from mirror.domain.thumbnails import TrickplayTiles
 
 TICKS_PER_SECOND = 10_000_000  # Jellyfin's RunTimeTicks are 100 ns ticks
 
@@ -170,7 +171,40 @@ def parse_media_item(data: Mapping[str, Any]) -> MediaItem:
         # save, so a fingerprint holding it would re-mirror unchanged files.
         etag=_str(src.get("ETag")),
         title=parse_item_title(data),
+        trickplay=parse_trickplay(data.get("Trickplay"), _id_or_none(src.get("Id")) or item_id),
     )
+
+
+# Jellyfin's default trickplay width; of several widths the one nearest it is copied.
+TRICKPLAY_WIDTH = 320
+
+
+def parse_trickplay(data: Any, media_source_id: str) -> TrickplayTiles | None:
+    """The trickplay tiles of the mirrored source from the item's `Trickplay` (fields=
+    Trickplay: `{media source id: {width: {Width, Height, TileWidth, TileHeight,
+    ThumbnailCount, Interval (ms), Bandwidth}}}`); None when it has none usable."""
+    if not isinstance(data, Mapping):
+        return None
+    by_source = {_id_or_none(key): value for key, value in data.items()}
+    widths = by_source.get(media_source_id)
+    if not isinstance(widths, Mapping):
+        return None
+    found = []
+    for info in widths.values():
+        if not isinstance(info, Mapping):
+            continue
+        facts = [_int(info.get(name)) for name in _TRICKPLAY_FACTS]
+        if all(fact is not None and fact > 0 for fact in facts):
+            width, height, columns, rows, count, interval_ms = (int(f or 0) for f in facts)
+            found.append(
+                TrickplayTiles(
+                    media_source_id, width, height, columns, rows, count, interval_ms / 1000
+                )
+            )
+    return min(found, key=lambda tiles: abs(tiles.width - TRICKPLAY_WIDTH), default=None)
+
+
+_TRICKPLAY_FACTS = ("Width", "Height", "TileWidth", "TileHeight", "ThumbnailCount", "Interval")
 
 
 def parse_item_summary(data: Mapping[str, Any]) -> ItemSummary | None:

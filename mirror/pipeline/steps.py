@@ -22,6 +22,7 @@ from mirror.domain.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode
 from mirror.domain.objects import FileDigest, Upload, manifest_key, output_key, video_key
 from mirror.domain.progress import AbortSignal, ProgressCallback, abortably
 from mirror.domain.sources import require_media_file, require_probed
+from mirror.domain.thumbnails import THUMBNAILS_DIR, TrickplayTiles
 from mirror.files.content_probe import content_probe_of_file
 from mirror.files.growing_file import GrowingFile
 from mirror.files.workspace import Workspace
@@ -31,6 +32,12 @@ from mirror.hls.subtitles import fetch_sidecar_subtitles
 from mirror.pipeline.background import BackgroundCall
 from mirror.pipeline.download_gate import NO_DOWNLOAD_CAP, DownloadGate
 from mirror.pipeline.phases import OverlappedPhases
+from mirror.pipeline.thumbnails import (
+    ThumbnailUploads,
+    copy_trickplay,
+    link_image_stream,
+    made_thumbnails,
+)
 from mirror.pipeline.versions import ffmpeg_version, mirror_version
 from mirror.runner.heartbeat import Heartbeat
 from mirror.transcode import (
@@ -75,6 +82,10 @@ class MediaServer(Protocol):
         ...
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes: ...
+
+    def fetch_trickplay_tile(self, item_id: str, tiles: TrickplayTiles, index: int) -> bytes:
+        """Sheet `index` of the trickplay tiles Jellyfin made (item.trickplay)."""
+        ...
 
     def fetch_range(self, item_id: str, start: int, length: int) -> bytes | None:
         """Bytes [start, start + length) of the item's file; None if not served as asked."""
@@ -143,6 +154,9 @@ class TranscodeOptions:
     # The H.264 encoder of a re-encode and its device (mirror.transcode.encoder_probe).
     video_encoder: VideoEncoder = "libx264"
     encoder_device: str | None = None
+    # MIRROR_THUMBNAILS / MIRROR_THUMBNAIL_INTERVAL: a scrubbing thumbnail every that many
+    # seconds, tiled in the same run (None: no thumbnails).
+    thumbnail_interval_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +191,9 @@ class MirrorPipeline:
             source = workspace.resumable_file(f"source.{_extension(item.container)}")
             # Planning first: an item with nothing to mirror fails before any download.
             self._plan(item, workspace.file("out"), source)
+            # Jellyfin's trickplay tiles, if it made them; else (None) ffmpeg makes them.
+            copied = self._copy_trickplay(item, workspace.file("out"), heartbeat.abort)
+            item = replace(item, trickplay=item.trickplay if copied else None)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
             # Download, transcode and upload overlap: one stop signal ends them all.
@@ -217,9 +234,17 @@ class MirrorPipeline:
                     plan = self._fetch_sidecar_subtitles(item, plan, heartbeat)
                     # Nothing becomes visible unless every output holds what the plan says.
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
-                    # hls: subtitles and playlists (the master last) from the files' fragments.
-                    extra: list[Upload] = list(stereo)  # made after ffmpeg's main run
+                    # Thumbnails' sheets and track, then (hls) subtitles and playlists,
+                    # the master last, from the files' fragments; the stereo tracks first
+                    # (made after ffmpeg's main run).
+                    thumbnails = copied or made_thumbnails(
+                        plan, self.s3_prefix, lease.job.item_id, verified.video.duration_s
+                    )
+                    extra: list[Upload] = list(stereo)
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
+                    if thumbnails is not None and hls_key is not None:  # extra[-1]: master
+                        thumbnails = link_image_stream(thumbnails, extra[-1])
+                    extra[:0] = thumbnails.uploads if thumbnails is not None else ()
                     # They join the outputs' upload: one byte count for every object.
                     digests = dict(outputs.finish(extra))
                     # A worker paused past stale_timeout finds out here, before S3 shows it.
@@ -238,7 +263,14 @@ class MirrorPipeline:
             # Last object, after every output: its presence marks a complete mirror.
             hls = _hls_json(hls_key, uploads, digests)
             manifest = self._write_manifest(
-                lease, item, served, video, audio_entries, hls=hls, subtitles=subtitles
+                lease,
+                item,
+                served,
+                video,
+                audio_entries,
+                hls=hls,
+                subtitles=subtitles,
+                thumbnails=thumbnails.manifest_json(digests) if thumbnails else None,
             )
 
         # Every output is in S3 now; run_attempt records the job done.
@@ -263,6 +295,7 @@ class MirrorPipeline:
         *,
         hls: dict[str, Any] | None,
         subtitles: Sequence[dict[str, Any]],
+        thumbnails: dict[str, Any] | None = None,
     ) -> str:
         """Put `<prefix>/<item_id>/manifest.json`; returns its key for the row."""
         manifest = build_manifest(
@@ -278,6 +311,7 @@ class MirrorPipeline:
             ffmpeg_version=ffmpeg_version(self.transcode.ffmpeg_path),
             hls=hls,
             subtitles=subtitles,
+            thumbnails=thumbnails,
         )
         key = manifest_key(self.s3_prefix, item.id)
         self.store.put_bytes(key, encode_manifest(manifest), MANIFEST_CONTENT_TYPE)
@@ -367,7 +401,23 @@ class MirrorPipeline:
             stereo_loudness=options.stereo_loudness,
             video_encoder=options.video_encoder,
             encoder_device=options.encoder_device,
+            # None when Jellyfin's own tiles were copied (item.trickplay kept only then).
+            thumbnail_interval_s=None if item.trickplay else options.thumbnail_interval_s,
         )
+
+    def _copy_trickplay(
+        self, item: MediaItem, output_dir: Path, abort: AbortSignal
+    ) -> ThumbnailUploads | None:
+        """Jellyfin's trickplay sheets and their track, when thumbnails are on and it
+        made them for this source; None: ffmpeg makes them (or they are off)."""
+        if self.transcode.thumbnail_interval_s is None or item.trickplay is None:
+            return None
+        tiles = item.trickplay
+
+        def fetch(index: int) -> bytes:
+            return abortably(abort, lambda: self.media.fetch_trickplay_tile(item.id, tiles, index))
+
+        return copy_trickplay(item, output_dir / THUMBNAILS_DIR, fetch, self.s3_prefix)
 
     def _package(
         self, item_id: str, plan: TranscodePlan, verified: VerifiedOutputs, uploads: list[Upload]

@@ -22,7 +22,7 @@ from mirror.domain.errors import (
     Stalled,
     TransientError,
 )
-from mirror.domain.jobs import AttemptStats, Fence, Lease, Mirrored
+from mirror.domain.jobs import AttemptStats, Fence, Lease, Mirrored, Status
 from mirror.domain.logs import ContextAdapter
 from mirror.domain.progress import AbortSignal
 from mirror.domain.redact import redact
@@ -212,7 +212,7 @@ def _record_fate(
         lambda: queue.fail_or_retry(job_id, token, message, backoff_s=policy.retry_backoff)
     )
     log.warning("attempt failed (%s), job is now %s: %s", fence.value, status, message)
-    return _fenced(fence, Outcome.FAILED if status == "failed" else Outcome.RETRY, log)
+    return _fenced(fence, Outcome.FAILED if status == Status.FAILED else Outcome.RETRY, log)
 
 
 def _wait_until_ready(
@@ -231,7 +231,7 @@ def _wait_until_ready(
             gave_up=error.gave_up,
         )
     )
-    if status == "failed":
+    if status == Status.FAILED:
         log.error("failed: %s", error.gave_up)
         return _fenced(fence, Outcome.FAILED, log)
     log.warning("released without using an attempt (%s): %s", error.phase, message)

@@ -23,11 +23,6 @@ from mirror.domain.errors import ConfigError, MirrorError
 from mirror.domain.objects import (
     FileDigest,
     Upload,
-    audio_key,
-    item_prefix,
-    manifest_key,
-    output_key,
-    video_key,
 )
 from mirror.domain.progress import AbortSignal, ProgressCallback
 from mirror.s3.errors import error_code, http_status, translate_error
@@ -37,15 +32,6 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 log = logging.getLogger("mirror.storage")
-
-__all__ = [
-    "Upload",
-    "audio_key",
-    "item_prefix",
-    "manifest_key",
-    "output_key",
-    "video_key",
-]
 
 MiB = 1024 * 1024
 VIDEO_CONTENT_TYPE = "video/mp4"

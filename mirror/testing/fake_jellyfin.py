@@ -26,6 +26,7 @@ from mirror.demo.stand_in.catalog import Catalog
 from mirror.domain.errors import PermanentError, TransientError
 from mirror.domain.item import MediaItem, MediaStream, ServedFile, normalize_item_id
 from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
+from mirror.domain.thumbnails import TrickplayTiles
 from mirror.jellyfin.client import ITEM_FIELDS
 from mirror.jellyfin.failures import file_missing, size_mismatch
 from mirror.jellyfin.models import parse_media_item
@@ -202,6 +203,15 @@ class InMemoryJellyfin:
             file.seek(start)
             body = file.read(length)
         return body if len(body) == length else None
+
+    def fetch_trickplay_tile(self, item_id: str, tiles: TrickplayTiles, index: int) -> bytes:
+        """Sheet `index` of the trickplay tiles the item's source has (the catalog's)."""
+        entry = self.catalog.item(normalize_item_id(tiles.media_source_id or item_id))
+        trickplay = entry.trickplay if entry is not None else None
+        sheet = trickplay.tile(index) if trickplay and trickplay.width == tiles.width else None
+        if sheet is None:
+            raise PermanentError(f"item {item_id} not found in Jellyfin (trickplay sheet {index})")
+        return sheet.read_bytes()
 
     def fetch_subtitle(self, item_id: str, media_source_id: str, index: int) -> bytes:
         """WebVTT of one subtitle stream by Jellyfin's Index (sidecars first), via ffmpeg."""

@@ -29,6 +29,7 @@ from mirror.domain.jobs import (
     Lease,
     Mirrored,
     Rescued,
+    Status,
 )
 
 NOT_READY_MAX_DELAY_S = 3600.0
@@ -78,7 +79,7 @@ class InMemoryJobQueue:
                 active = [
                     j
                     for j in self._jobs.values()
-                    if j.item_id == item_id and j.status in ("new", "processing")
+                    if j.item_id == item_id and j.status in (Status.NEW, Status.PROCESSING)
                 ]
                 if active:
                     jobs.append(active[0])
@@ -87,7 +88,7 @@ class InMemoryJobQueue:
                 job = JobRecord(
                     id=uuid.uuid4(),
                     item_id=item_id,
-                    status="new",
+                    status=Status.NEW,
                     priority=0,
                     attempts=0,
                     max_attempts=max_attempts,
@@ -112,9 +113,9 @@ class InMemoryJobQueue:
         """Stop a queued or running job; a running attempt notices at its next beat."""
         with self._lock:
             job = self.get(job_id)
-            if job.status not in ("new", "processing"):
+            if job.status not in (Status.NEW, Status.PROCESSING):
                 raise JobStateError(f"job {job_id} is already {job.status}; nothing to cancel")
-            return self._set(job_id, status="cancelled", finished_at=_now())
+            return self._set(job_id, status=Status.CANCELLED, finished_at=_now())
 
     def get(self, job_id: uuid.UUID) -> JobRecord:
         with self._lock:
@@ -151,8 +152,8 @@ class InMemoryJobQueue:
                 changed_at=changed_at,
                 changed_by=changed_by,
                 reason=reason,
-                running=statuses.count("processing"),
-                queued=statuses.count("new"),
+                running=statuses.count(Status.PROCESSING),
+                queued=statuses.count(Status.NEW),
             )
 
     def set_fleet_mode(
@@ -173,14 +174,14 @@ class InMemoryJobQueue:
             if self._fleet[0] is not FleetMode.RUNNING:
                 return None
             now = _now()
-            due = [j for j in self._jobs.values() if j.status == "new" and j.run_after <= now]
+            due = [j for j in self._jobs.values() if j.status == Status.NEW and j.run_after <= now]
             if not due:
                 return None
             job = min(due, key=lambda j: (-j.priority, j.run_after))
             token = uuid.uuid4()
             job = self._set(
                 job.id,
-                status="processing",
+                status=Status.PROCESSING,
                 worker_id=worker_id,
                 lease_token=token,
                 taken_at=now,
@@ -197,7 +198,7 @@ class InMemoryJobQueue:
             self._check()
             cutoff = _now() - timedelta(seconds=stale_timeout_s)
             for job in list(self._jobs.values()):
-                if job.status != "processing" or job.heartbeat_at is None:
+                if job.status != Status.PROCESSING or job.heartbeat_at is None:
                     continue
                 if job.heartbeat_at >= cutoff:
                     continue
@@ -215,19 +216,17 @@ class InMemoryJobQueue:
                         else "; returned to the queue"
                     )
                 )
+                status = Status.FAILED if used_up else Status.NEW
                 self._set(
                     job.id,
-                    status="failed" if used_up else "new",
+                    status=status,
                     error=error,
                     finished_at=_now() if used_up else None,
                     run_after=_now(),
                     worker_id=None,
                     lease_token=None,
                 )
-                rescued.append(
-                    Rescued(job.id, job.item_id, "failed" if used_up else "new", job.attempts,
-                            job.worker_id)
-                )  # fmt: skip
+                rescued.append(Rescued(job.id, job.item_id, status, job.attempts, job.worker_id))
         return rescued
 
     # -- AttemptQueue -------------------------------------------------------------------
@@ -259,11 +258,11 @@ class InMemoryJobQueue:
         with self._lock:
             fence = self._fence(job_id, token, done_is_ok=True)
             job = self._jobs.get(job_id)
-            if fence is not Fence.OK or job is None or job.status == "done":
+            if fence is not Fence.OK or job is None or job.status == Status.DONE:
                 return fence
             self._set(
                 job_id,
-                status="done",
+                status=Status.DONE,
                 error=None,
                 finished_at=_now(),
                 heartbeat_at=_now(),
@@ -276,7 +275,7 @@ class InMemoryJobQueue:
         with self._lock:
             fence = self._fence(job_id, token)
             if fence is Fence.OK:
-                self._set(job_id, status="failed", error=error, finished_at=_now(),
+                self._set(job_id, status=Status.FAILED, error=error, finished_at=_now(),
                           heartbeat_at=_now())  # fmt: skip
             return fence
 
@@ -292,7 +291,7 @@ class InMemoryJobQueue:
             delay = backoff_s * 2 ** max(job.attempts - 1, 0)
             self._set(
                 job_id,
-                status="failed" if used_up else "new",
+                status=Status.FAILED if used_up else Status.NEW,
                 error=(
                     f"{error} (attempts used up: {job.attempts} of {job.max_attempts})"
                     if used_up
@@ -303,7 +302,7 @@ class InMemoryJobQueue:
                 worker_id=None,
                 lease_token=None,
             )
-            return Fence.OK, "failed" if used_up else "new"
+            return Fence.OK, Status.FAILED if used_up else Status.NEW
 
     def release(
         self, job_id: uuid.UUID, token: uuid.UUID, *, delay_s: float = 0.0, note: str | None = None
@@ -314,7 +313,7 @@ class InMemoryJobQueue:
                 job = self._jobs[job_id]
                 self._set(
                     job_id,
-                    status="new",
+                    status=Status.NEW,
                     attempts=max(job.attempts - 1, 0),
                     run_after=_now() + timedelta(seconds=delay_s),
                     error=note if note is not None else job.error,
@@ -346,12 +345,12 @@ class InMemoryJobQueue:
                 seconds=give_up_after_s
             )
             if expired:
-                self._set(job_id, status="failed", error=gave_up or note, finished_at=_now(),
+                self._set(job_id, status=Status.FAILED, error=gave_up or note, finished_at=_now(),
                           heartbeat_at=_now(), worker_id=None, lease_token=None)  # fmt: skip
-                return Fence.OK, "failed"
+                return Fence.OK, Status.FAILED
             self._set(
                 job_id,
-                status="new",
+                status=Status.NEW,
                 attempts=max(job.attempts - 1, 0),
                 error=note,
                 run_after=_now() + timedelta(seconds=delay),
@@ -360,7 +359,7 @@ class InMemoryJobQueue:
                 worker_id=None,
                 lease_token=None,
             )
-            return Fence.OK, "new"
+            return Fence.OK, Status.NEW
 
     def refresh_title(self, job_id: uuid.UUID, token: uuid.UUID, title: ItemTitle) -> Fence:
         """As mirror.db.titles: every job of the item takes the facts given (None keeps)."""
@@ -398,11 +397,11 @@ class InMemoryJobQueue:
         job = self._jobs.get(job_id)
         if job is None or job.lease_token != token:
             return Fence.LEASE_LOST
-        if job.status == "processing":
+        if job.status == Status.PROCESSING:
             return Fence.OK
-        if job.status == "cancelled":
+        if job.status == Status.CANCELLED:
             return Fence.CANCELLED
-        if done_is_ok and job.status == "done":
+        if done_is_ok and job.status == Status.DONE:
             return Fence.OK
         return Fence.LEASE_LOST
 

@@ -10,7 +10,7 @@ import threading
 import uuid
 from typing import Any
 
-from mirror.domain.jobs import Fence, FleetMode
+from mirror.domain.jobs import Fence, FleetMode, Status
 
 
 class InMemoryBeatQueue:
@@ -22,7 +22,7 @@ class InMemoryBeatQueue:
     def __init__(self, job_id: uuid.UUID, token: uuid.UUID) -> None:
         self.job_id = job_id
         self.token: uuid.UUID | None = token
-        self.status = "processing"
+        self.status: str = Status.PROCESSING
         self.progress: dict[str, Any] | None = None
         self.writes = 0
         self.fail_with: BaseException | None = None
@@ -35,18 +35,18 @@ class InMemoryBeatQueue:
         with self._lock:
             if self.fail_with is not None:
                 raise self.fail_with
-            if job_id == self.job_id and self.status == "processing" and token == self.token:
+            if job_id == self.job_id and self.status == Status.PROCESSING and token == self.token:
                 self.writes += 1
                 if progress is not None:
                     self.progress = progress
                 return Fence.PAUSED if self.fleet is FleetMode.PAUSED else Fence.OK
-            if self.status == "cancelled" and token == self.token:
+            if self.status == Status.CANCELLED and token == self.token:
                 return Fence.CANCELLED
             return Fence.LEASE_LOST
 
     def cancel(self) -> None:
         with self._lock:
-            self.status = "cancelled"
+            self.status = Status.CANCELLED
 
     def set_fleet_mode(self, mode: FleetMode) -> None:
         with self._lock:

@@ -15,6 +15,7 @@ import ffmpeg
 from mirror.transcode.downmix import Loudness, downmix_filters, normalise_filters
 from mirror.transcode.encoders import EncoderOptions, VideoEncoder, VideoQuality, encoder_options
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+from mirror.transcode.thumbnails import JPEG_QUALITY, ThumbnailOutput
 
 GLOBAL_OPTIONS: tuple[str, ...] = (
     "-nostdin",
@@ -77,7 +78,10 @@ _AUDIO_FRAGMENT_US = 500_000
 def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = False) -> list[str]:
     """The full argv (ffmpeg first) that writes every output of `plan` in one run;
     `from_stdin`: the source comes through a pipe (mirror.transcode.feed)."""
-    source = ffmpeg.input("pipe:0" if from_stdin else file_argument(plan.source))
+    # A copied video is decoded for the thumbnails alone: its keyframes are enough.
+    thumbnails = plan.thumbnails
+    keyframes = {"skip_frame:v": "nokey"} if thumbnails and thumbnails.keyframes_only else {}
+    source = ffmpeg.input("pipe:0" if from_stdin else file_argument(plan.source), **keyframes)
     fragmented = plan.fragmented
     outputs = [_video_output(source, plan.video, fragmented)]
     for track in plan.audio:
@@ -96,6 +100,8 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = F
     # An encoder's device (VAAPI) is opened before the input.
     device = () if plan.video.codec == "copy" else _encoder_options(plan.video).global_options
     command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS, *device])
+    if thumbnails is not None:  # last: `-progress` counts the first video output's frames
+        command += thumbnail_arguments(plan.video.specifier, thumbnails)
     return command
 
 
@@ -105,6 +111,31 @@ def _encoder_options(video: VideoOutput) -> EncoderOptions:
         preset=video.preset or "veryfast", crf=23 if video.crf is None else video.crf
     )
     return encoder_options(encoder, quality, video.filters, device=video.device)
+
+
+def thumbnail_arguments(specifier: str, thumbnails: ThumbnailOutput) -> list[str]:
+    """The sheets as one more output: the decoded video (`specifier`, e.g. `v:0`) through
+    the thumbnails' own filtergraph into numbered JPEGs, one per tiled frame
+    (passthrough: image2 would otherwise repeat frames up to a frame rate). Raw argv:
+    ffmpeg-python would escape the filters' own `:` and `=`."""
+    graph = f"[0:{specifier}]{','.join(thumbnails.filters)}[thumbnails]"
+    return [
+        "-filter_complex",
+        graph,
+        "-map",
+        "[thumbnails]",
+        "-c:v",
+        "mjpeg",
+        "-q:v",
+        str(JPEG_QUALITY),
+        "-fps_mode",
+        "passthrough",
+        "-start_number",
+        "0",
+        "-f",
+        "image2",
+        file_argument(thumbnails.pattern),
+    ]
 
 
 def _output_options(fragmented: bool) -> dict[str, Any]:

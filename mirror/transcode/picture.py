@@ -104,6 +104,12 @@ def video_filters(stream: FileStream) -> tuple[str, ...]:
     return tuple(filters)
 
 
+def colour_filters(stream: FileStream) -> tuple[str, ...]:
+    """Only the colour part of `video_filters` (tone-map or convert to BT.709): what a
+    thumbnail of the stream needs to look right in a browser."""
+    return tuple(_to_bt709(stream))
+
+
 def display_size(
     width: int, height: int, sar: tuple[int, int] | None, rotation: int | None
 ) -> tuple[int, int]:

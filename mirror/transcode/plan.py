@@ -34,6 +34,7 @@ from mirror.transcode.encoders import VideoEncoder
 from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
+from mirror.transcode.thumbnails import ThumbnailOutput, plan_thumbnails
 
 # What MIRROR_VIDEO_CODEC, MIRROR_AUDIO_CODEC and MIRROR_OUTPUT_FORMAT may say: the
 # settings validate them once, with these types; the planner takes them as given.
@@ -190,6 +191,8 @@ class TranscodePlan:
     # `hls`: fragmented MP4 (CMAF-style) that playlists can point into; `mp4`: faststart.
     output_format: OutputFormat = "mp4"
     subtitles: tuple[SubtitleOutput, ...] = ()  # hls only; the file's first, then sidecars
+    # Scrubbing thumbnails' sheets (MIRROR_THUMBNAILS), None when off.
+    thumbnails: ThumbnailOutput | None = None
 
     @property
     def fragmented(self) -> bool:
@@ -220,6 +223,7 @@ def plan_transcode(
     stereo_loudness: float | None = None,
     video_encoder: VideoEncoder = "libx264",
     encoder_device: str | None = None,
+    thumbnail_interval_s: float | None = None,
 ) -> TranscodePlan:
     """Plan the outputs of `item` under `work_dir`; an item without video is permanent.
 
@@ -228,6 +232,8 @@ def plan_transcode(
     (before the download) from Jellyfin's list alone. `stereo_loudness` (LUFS; None: no
     stereo tracks) adds a stereo track beside each multichannel one (`with_stereo_tracks`).
     `video_encoder` (on `encoder_device`) re-encodes the video when it is not copied.
+    (before the download) from Jellyfin's list alone. `thumbnail_interval_s`: also
+    thumbnail sheets, one thumbnail per that many seconds (None: none).
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     video = _plan_video(selection.video, work_dir, video_codec, preset=x264_preset, crf=x264_crf)
@@ -268,6 +274,15 @@ def plan_transcode(
         subtitles=tuple(
             [_plan_subtitle(s, work_dir, s.specifier, False) for s in selection.subtitles]
             + [_plan_subtitle(s, work_dir, None, True) for s in selection.sidecar_subtitles]
+        ),
+        thumbnails=None
+        if thumbnail_interval_s is None
+        else plan_thumbnails(
+            selection.video,
+            work_dir,
+            thumbnail_interval_s,
+            copy=video.codec == "copy",
+            duration_s=duration_s,
         ),
     )
 

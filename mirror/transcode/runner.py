@@ -56,6 +56,9 @@ def run_transcode(
     for track in plan.audio:
         if track.downmix is not None:
             track.downmix.intermediate.parent.mkdir(parents=True, exist_ok=True)
+    if plan.thumbnails is not None:  # an earlier attempt's sheets must not count as ours
+        shutil.rmtree(plan.thumbnails.directory, ignore_errors=True)
+        plan.thumbnails.directory.mkdir(parents=True)
     fed = growing_source is not None
     argv = build_command(plan, binary, from_stdin=fed)
     try:

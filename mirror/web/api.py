@@ -22,10 +22,17 @@ from werkzeug.wrappers import Request, Response
 
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import BadCursor, DashboardQueries, Overview
-from mirror.db.records import JobNotFound, JobRecord, JobStateError
 from mirror.db.repository import JobRepository
 from mirror.domain.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
-from mirror.domain.jobs import STATUSES, FleetMode, FleetState
+from mirror.domain.jobs import (
+    STATUSES,
+    FleetMode,
+    FleetState,
+    JobNotFound,
+    JobRecord,
+    JobStateError,
+    Status,
+)
 from mirror.domain.redact import redact
 from mirror.fleet_views import MAX_REASON, change_line
 from mirror.fleet_views import banner as fleet_banner
@@ -72,7 +79,7 @@ def item_name(record: JobRecord) -> str:
 def job_json(record: JobRecord, now: datetime) -> dict[str, Any]:
     """The row (no lease token) plus what a person wants to read off it."""
     data = record.heartbeat_data or {}
-    running = record.status == "processing"
+    running = record.status == Status.PROCESSING
     elapsed = (now - record.taken_at).total_seconds() if record.taken_at else None
     age = (now - record.heartbeat_at).total_seconds() if running and record.heartbeat_at else None
     eta = phase_eta(data, elapsed if data.get("phase") == "download" else None)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from mirror.settings import Settings
     from mirror.wiring import Database
 
-__all__ = ["DashboardApi", "LibraryBoard", "dashboard_api", "dashboard_rules", "library_board"]
+__all__ = ["dashboard_api", "dashboard_rules", "library_board"]
 
 
 def dashboard_api(

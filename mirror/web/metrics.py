@@ -21,13 +21,11 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 from prometheus_client.registry import Collector
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from mirror.db.engine import describe_database_error
 from mirror.db.stats import QueueSnapshot, QueueStats
 from mirror.domain.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
 from mirror.domain.errors import InsufficientSpace
-from mirror.domain.jobs import FleetMode
+from mirror.domain.jobs import DatabaseUnavailable, FleetMode
 from mirror.domain.logs import get_logger
 from mirror.domain.sources import WAITING_FOR_PROBE
 
@@ -62,13 +60,8 @@ class QueueCollector(Collector):
         began = time.monotonic()
         try:
             snapshot = self.stats.snapshot(PHASE_BUCKETS, running_limit=MAX_RUNNING_SERIES)
-        except SQLAlchemyError as error:
-            problem = (
-                describe_database_error(error)
-                if isinstance(error, DBAPIError)
-                else type(error).__name__
-            )
-            log.warning("metrics: database unavailable: %s", problem)
+        except DatabaseUnavailable as error:
+            log.warning("metrics: database unavailable: %s", error.detail)
             yield _gauge("mirror_database_up", "1 when the last scrape could read Postgres.", 0)
             yield from self._active_hours()
             return

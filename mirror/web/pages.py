@@ -16,8 +16,8 @@ from werkzeug.exceptions import NotFound
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.db.records import JobNotFound
 from mirror.domain.durations import format_bytes, format_duration
+from mirror.domain.jobs import JobNotFound
 from mirror.domain.redact import redact
 from mirror.views import detail_rows
 from mirror.web.api import DashboardApi, item_name, job_json

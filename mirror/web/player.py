@@ -32,8 +32,9 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mirror.db.records import JobNotFound, JobRecord
 from mirror.domain.item import normalize_item_id
+from mirror.domain.jobs import JobNotFound, JobRecord, Status
+from mirror.domain.thumbnails import IMAGE_PLAYLIST_FILE_NAME, THUMBNAILS_DIR, TRACK_FILE_NAME
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -49,6 +50,11 @@ ASSETS_ROUTE = "/play-assets/<name>"
 ASSETS = {"player.js": "text/javascript", "player.css": "text/css"}
 PLAYLIST_CONTENT_TYPE = "application/vnd.apple.mpegurl"
 _URI_ATTRIBUTE = re.compile(r'URI="([^"]+)"')
+# The thumbnails' track, relative to the master (mirror.domain.thumbnails), and one cue's
+# reference to its sheet: `<n>.jpg#xywh=x,y,w,h`.
+THUMBNAIL_TRACK = f"{THUMBNAILS_DIR}/{TRACK_FILE_NAME}"
+_SHEET_REFERENCE = re.compile(r"(\d{1,6}\.jpg)(#xywh=\d+,\d+,\d+,\d+)")
+_SHEET_NAME = re.compile(r"\d{1,6}\.jpg")
 PresignFn = Callable[[str], str]  # an object's key -> the URL the browser fetches it at
 
 
@@ -109,13 +115,14 @@ class Player:
     def csp(self) -> str:
         """Our script and stylesheet, hls.js (local or its pinned CDN file), and requests to
         `mirror serve` (playlists) and the origin the media links point at (the bucket's as
-        the browser reaches it: MIRROR_S3_PUBLIC_URL when set)."""
+        the browser reaches it: MIRROR_S3_PUBLIC_URL when set), also for the thumbnails'
+        sheets."""
         hlsjs = "" if self.hlsjs_path is not None else f" {HLSJS_CDN_URL}"
         media = _origin(self.link("x"))
         return (
             f"default-src 'none'; script-src 'self'{hlsjs}; style-src 'self'; "
             f"connect-src 'self' {media}; media-src 'self' blob: {media}; worker-src blob:; "
-            "img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+            f"img-src 'self' {media}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
         )
 
     def playlist(self, raw_item_id: str, name: str) -> PlayerAnswer:
@@ -125,16 +132,35 @@ class Player:
             return _text(404, problem)
         root = posixpath.dirname(job.hls_key)
         key = posixpath.normpath(posixpath.join(root, name))
+        if name == THUMBNAIL_TRACK:
+            return self._thumbnail_track(key)
         if not name.endswith(".m3u8") or not key.startswith(root + "/"):
             return _text(404, "not a playlist of this item")
+        text, failed = self._read(key)
+        if failed is not None:
+            return failed
+        allowed = media_keys(job)
+        if key == f"{root}/{THUMBNAILS_DIR}/{IMAGE_PLAYLIST_FILE_NAME}":
+            # The thumbnails' image playlist: its sheets, which no row column lists.
+            allowed |= thumbnail_sheet_keys(text, posixpath.dirname(key))
+        rewritten = rewrite_playlist(text, posixpath.dirname(key), self.link, allowed)
+        return PlayerAnswer(200, rewritten.encode(), PLAYLIST_CONTENT_TYPE)
+
+    def _thumbnail_track(self, key: str) -> PlayerAnswer:
+        """The scrubbing thumbnails' WebVTT track, its sheets presigned (404: none made)."""
+        text, failed = self._read(key)
+        if failed is not None:
+            return failed
+        return PlayerAnswer(200, rewrite_thumbnail_track(text, key, self.link).encode(), "text/vtt")
+
+    def _read(self, key: str) -> tuple[str, PlayerAnswer | None]:
         try:
             text = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read().decode()
         except ClientError:
-            return _text(404, f"{key} is not in the bucket")
+            return "", _text(404, f"{key} is not in the bucket")
         except BotoCoreError as error:
-            return _text(502, f"S3 did not answer: {error}")
-        rewritten = rewrite_playlist(text, posixpath.dirname(key), self.link, media_keys(job))
-        return PlayerAnswer(200, rewritten.encode(), PLAYLIST_CONTENT_TYPE)
+            return "", _text(502, f"S3 did not answer: {error}")
+        return text, None
 
     def hlsjs(self) -> PlayerAnswer:
         if self.hlsjs_path is None:
@@ -154,7 +180,7 @@ class Player:
             job = self.jobs.latest_for_item(normalize_item_id(raw_item_id))
         except (ValueError, JobNotFound) as error:
             return None, str(error)
-        if job.status != "done" or not job.hls_key:
+        if job.status != Status.DONE or not job.hls_key:
             return None, (
                 f"item {job.item_id} has no playable mirror (latest job {job.status}; "
                 "mirrored with MIRROR_OUTPUT_FORMAT=hls?)"
@@ -204,6 +230,29 @@ def rewrite_playlist(
             line = resolved
         lines.append(line)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def thumbnail_sheet_keys(text: str, directory: str) -> frozenset[str]:
+    """The keys of the bare sheet names (`<n>.jpg`) an image playlist lists."""
+    names = (line.strip() for line in text.split("\n"))
+    return frozenset(f"{directory}/{name}" for name in names if _SHEET_NAME.fullmatch(name))
+
+
+def rewrite_thumbnail_track(text: str, key: str, presign: PresignFn) -> str:
+    """Each cue's sheet (`0.jpg#xywh=...`, beside the track) becomes its presigned URL,
+    the `#xywh=` kept. Only a bare sheet name is presigned (a sheet of this item's
+    thumbnails, nothing else); any other reference is left out. Pure but for `presign`."""
+    directory = posixpath.dirname(key)
+    lines = []
+    for line in text.split("\n"):
+        line = line.removesuffix("\r")
+        if "#xywh=" in line:
+            match = _SHEET_REFERENCE.fullmatch(line)
+            if match is None:
+                continue
+            line = presign(f"{directory}/{match[1]}") + match[2]
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _replace_each(uris: list[str | None]) -> Callable[[re.Match[str]], str]:

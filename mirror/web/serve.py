@@ -16,28 +16,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from prometheus_client import Counter
-from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from mirror.db.engine import describe_database_error
+from mirror.db.removals import HELD_BACK
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
 from mirror.domain.active_hours import ActiveHours, TimeOfDayClock, local_time_of_day
 from mirror.domain.errors import ConfigError, MirrorError
 from mirror.domain.item import normalize_item_id
-from mirror.domain.jobs import DatabaseUnavailable
+from mirror.domain.jobs import DatabaseUnavailable, Status
 from mirror.domain.logs import get_logger
 from mirror.domain.redact import redact
 from mirror.web import metrics
-from mirror.web.dashboard import (
-    DashboardApi,
-    LibraryBoard,
-    dashboard_api,
-    dashboard_rules,
-    library_board,
-)
+from mirror.web.api import DashboardApi
+from mirror.web.dashboard import dashboard_api, dashboard_rules, library_board
+from mirror.web.libraries import LibraryBoard
 from mirror.web.play_routes import PlayRoutes
 from mirror.web.player import Player
 from mirror.web.proxies import behind_proxies
@@ -184,13 +179,8 @@ class MirrorWeb:
             reason = _unreadable(error)
             log.bind(remote=remote).warning("webhook rejected: %s", reason)
             return _json({"error": reason}, 400)
-        except (DBAPIError, DatabaseUnavailable) as error:
-            problem = (
-                error.detail
-                if isinstance(error, DatabaseUnavailable)
-                else describe_database_error(error)
-            )
-            log.bind(remote=remote).error("webhook failed: database: %s", problem)
+        except DatabaseUnavailable as error:
+            log.bind(remote=remote).error("webhook failed: database: %s", error.detail)
             return _json({"error": "database unavailable"}, 503)
         context = {
             "remote": remote,
@@ -255,7 +245,7 @@ class MirrorWeb:
         marked = self.remover(item_id)
         self.deletions.labels(marked.outcome).inc()
         verdict: dict[str, Any] = {"status": marked.outcome, "item_id": item_id}
-        if marked.outcome in ("removed", "cancelled", "held back"):
+        if marked.outcome in (Status.REMOVED, Status.CANCELLED, HELD_BACK):
             verdict["items"] = marked.items  # a Series or Season: the items under it
         if marked.outcome == STILL_THERE:
             verdict["reason"] = (
@@ -272,14 +262,14 @@ class MirrorWeb:
                 f"{marked.reason}: objects kept; the plugin does not retry, run "
                 "`mirror sync --delete` once Jellyfin answers"
             )
-        elif marked.outcome == "held back":
+        elif marked.outcome == HELD_BACK:
             log.bind(item=item_id).warning(
                 "ItemDeleted held back: %s (a library emptied by an offline mount?); "
                 "`mirror sync --delete` checks with Jellyfin",
                 marked.reason,
             )
             verdict["reason"] = f"{marked.reason}: run `mirror sync --delete` to check"
-        elif marked.outcome in ("removed", "cancelled"):
+        elif marked.outcome in (Status.REMOVED, Status.CANCELLED):
             verdict["reason"] = (
                 "marked removed: its objects are deleted by `mirror sync --delete` once it "
                 "has been gone for MIRROR_DELETE_GRACE"

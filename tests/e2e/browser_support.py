@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.stack import Stack
+from tests.fixtures.stack import Stack, serving_in_process
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -55,34 +53,17 @@ def npm_file(package: str, version: str, relative: str) -> Path:
 
 @contextlib.contextmanager
 def serving(stack: Stack, hlsjs_file: Path, **env: str) -> Iterator[str]:
-    """`mirror serve` on a free port, as a user would start it; yields its base URL."""
-    log = stack.log_dir / "serve.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=stack.env(
-                MIRROR_HLSJS_PATH=str(hlsjs_file),
-                MIRROR_LOG_LEVEL="INFO",
-                MIRROR_WEBHOOK_SECRET="not-used-here",
-                **env,
-            ),
-        )
-    try:
-        found = stack.wait_for(
-            lambda: (
-                re.search(r"serving on (http://\S+:\d+)", log.read_text())
-                or (server.poll() is not None and pytest.fail(f"serve exited: {log.read_text()}"))
-            ),
-            30,
-            "serve",
-        )
-        yield found.group(1)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    """What `mirror serve` serves, on a free port; yields its base URL. In a thread of
+    this process (tests/fixtures/stack.py: serving_in_process): the browser is the
+    subject here; test_red_team.py and the canary start `mirror serve` itself."""
+    environment = stack.env(
+        MIRROR_HLSJS_PATH=str(hlsjs_file),
+        MIRROR_LOG_LEVEL="INFO",
+        MIRROR_WEBHOOK_SECRET="not-used-here",
+        **env,
+    )
+    with serving_in_process(environment) as url:
+        yield url
 
 
 def allow_browsers(stack: Stack) -> None:

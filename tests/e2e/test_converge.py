@@ -15,14 +15,14 @@ from tests.fixtures.stack import Stack, mirrored_keys
 
 
 def sync(stack: Stack, *args: str) -> dict[str, Any]:
-    result = stack.mirror("sync", "--library", "Movies", "--json", *args)
+    result = stack.mirror_here("sync", "--library", "Movies", "--json", *args)
     assert result.returncode == 0, result.stderr[-3000:]
     report: dict[str, Any] = json.loads(result.stdout)
     return report
 
 
 def burst(stack: Stack) -> None:
-    """The worker's part, in this process (the commands under test run as processes)."""
+    """The worker's part, in this process like the commands under test (`mirror_here`)."""
     stack.burst_in_process()
 
 
@@ -60,7 +60,7 @@ def test_sync_remirrors_a_replaced_file_and_deletes_a_removed_item(
 
     # A better release replaces the file: new size, new ETag.
     shutil.copyfile(sample_large_h264.path, tmp_path / "replaced.mkv")
-    print(stack.mirror("sync", "--library", "Movies", "--dry-run").stdout)
+    print(stack.mirror_here("sync", "--library", "Movies", "--dry-run").stdout)
     dry = sync(stack, "--dry-run")
     assert dry["items"]["changed"] == [replaced] and dry["queued"] == 0
     assert any(change.startswith("size ") for change in dry["changes"][replaced])
@@ -85,7 +85,7 @@ def test_sync_remirrors_a_replaced_file_and_deletes_a_removed_item(
     assert keys_of(stack, removed) == objects and stack.job(removed).status == "done"
 
     # 1 of 2 mirrored items is over the default limit (10 %): --force; no grace.
-    table = stack.mirror(
+    table = stack.mirror_here(
         "sync", "--library", "Movies", "--delete", "--force", MIRROR_DELETE_GRACE="0"
     )
     assert table.returncode == 0, table.stderr
@@ -107,7 +107,7 @@ def test_verify_catches_missing_and_corrupted_objects_and_requeue_fixes_them(
     corrupted = add(stack, sample_h264_aac, tmp_path / "b.mkv", "Corrupted object")
     sync(stack)
     burst(stack)
-    assert stack.mirror("verify", "--all").returncode == 0
+    assert stack.mirror_here("verify", "--all").returncode == 0
 
     audio_key = (stack.job(deleted).audio_keys or [])[0]["key"]
     stack.s3.client.delete_object(Bucket=stack.s3.bucket, Key=audio_key)
@@ -115,14 +115,14 @@ def test_verify_catches_missing_and_corrupted_objects_and_requeue_fixes_them(
     assert video is not None
     stack.s3.client.put_object(Bucket=stack.s3.bucket, Key=video["key"], Body=b"\0" * video["size"])
 
-    shallow = stack.mirror("verify", "--all", "--json")
+    shallow = stack.mirror_here("verify", "--all", "--json")
     assert shallow.returncode == 1
     report = json.loads(shallow.stdout)
     assert report["problems"] == [
         {"item_id": deleted, "key": audio_key, "problem": "missing", "detail": ""}
     ]
 
-    deep = stack.mirror("verify", "--all", "--deep", "--requeue")
+    deep = stack.mirror_here("verify", "--all", "--deep", "--requeue")
     assert deep.returncode == 1
     print(deep.stdout)
     assert "checksum mismatch" in deep.stdout and "missing" in deep.stdout
@@ -130,7 +130,7 @@ def test_verify_catches_missing_and_corrupted_objects_and_requeue_fixes_them(
     assert stack.job(deleted).status == stack.job(corrupted).status == "new"
 
     burst(stack)
-    fixed = stack.mirror("verify", deleted, corrupted, "--deep")
+    fixed = stack.mirror_here("verify", deleted, corrupted, "--deep")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
@@ -145,8 +145,8 @@ def test_import_manifests_restores_the_rows_of_a_dropped_database(
 
     with stack.repo.engine.begin() as conn:
         conn.execute(text("DROP SCHEMA media_mirror CASCADE"))
-    assert stack.mirror("db", "upgrade").returncode == 0
-    result = stack.mirror("db", "import-manifests")
+    assert stack.mirror_here("db", "upgrade").returncode == 0
+    result = stack.mirror_here("db", "import-manifests")
     assert result.returncode == 0, result.stderr
     assert "2 manifest(s)" in result.stdout and "2 job(s) restored" in result.stdout
 
@@ -155,7 +155,7 @@ def test_import_manifests_restores_the_rows_of_a_dropped_database(
         assert (job.id, job.status, job.attempts) == (old.id, "done", old.attempts)
         assert (job.video, job.audio_keys, job.source) == (old.video, old.audio_keys, old.source)
         assert job.manifest_key == old.manifest_key
-    again = stack.mirror("db", "import-manifests")
+    again = stack.mirror_here("db", "import-manifests")
     assert "0 job(s) restored, 2 skipped" in again.stdout
-    assert stack.mirror("verify", "--all").returncode == 0
+    assert stack.mirror_here("verify", "--all").returncode == 0
     assert sync(stack)["counts"]["unchanged"] == 2

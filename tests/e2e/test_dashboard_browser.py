@@ -12,17 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from mirror.demo.media import SampleMedia
-from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of
+from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of, serving_in_process
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
@@ -36,7 +33,6 @@ CHROMIUM_ARGS = [
 ]
 PASSWORD = "dashboard test password"
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "dashboard.png"
-SLOW_TRANSCODE = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_X264_PRESET": "veryslow"}
 
 
 def free_port() -> int:
@@ -47,30 +43,12 @@ def free_port() -> int:
 
 @pytest.fixture
 def served(stack: Stack) -> Iterator[str]:
-    """`mirror serve` as a user runs it, with a dashboard password; its base URL."""
-    port = free_port()
-    log = open(stack.log_dir / "serve.log", "w")  # noqa: SIM115 - closed right after start
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mirror.cli", "serve", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=stack.env(MIRROR_WEBHOOK_SECRET="hook secret 123", MIRROR_UI_PASSWORD=PASSWORD),
-    )
-    log.close()
-    base = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return process.poll() is not None and False
-
-    try:
-        stack.wait_for(healthy, 30, "mirror serve")
+    """What `mirror serve` serves, with a dashboard password; its base URL. From a thread of
+    this process (serving_in_process): the page is the subject; test_red_team.py starts
+    `mirror serve` itself."""
+    environment = stack.env(MIRROR_WEBHOOK_SECRET="hook secret 123", MIRROR_UI_PASSWORD=PASSWORD)
+    with serving_in_process(environment) as base:
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def bar_width(page: object, job_id: str) -> float:
@@ -87,7 +65,11 @@ def bar_width(page: object, job_id: str) -> float:
 
 @pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
 def test_dashboard_shows_progress_and_cancels_a_running_job(
-    stack: Stack, served: str, sample_slow: SampleMedia, tmp_path: Path
+    stack: Stack,
+    served: str,
+    sample_slow: SampleMedia,
+    tmp_path: Path,
+    paced_ffmpeg: Callable[[float], str],
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -95,7 +77,10 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
     [job_id] = stack.enqueue(item)
     size = sample_slow.path.stat().st_size
     stack.jellyfin.throttle(max(size // 12, 64 * 1024))  # a download of about 12 s
-    stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **SLOW_TRANSCODE)
+    # A re-encode still running when the download is done, at little CPU: the 20 s clip
+    # read at half speed (tests/fixtures/media.py) lasts 40 s unless cancelled.
+    slow_transcode = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_FFMPEG_PATH": paced_ffmpeg(0.5)}
+    stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **slow_transcode)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

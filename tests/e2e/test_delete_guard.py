@@ -69,7 +69,7 @@ def mirror_items(stack: Stack, sample: SampleMedia, count: int) -> list[str]:
 
 
 def sync_delete(stack: Stack, *args: str, **env: str) -> tuple[int, dict[str, Any], str]:
-    result = stack.mirror("sync", "--library", "Movies", "--delete", "--json", *args, **env)
+    result = stack.mirror_here("sync", "--library", "Movies", "--delete", "--json", *args, **env)
     assert "Traceback" not in result.stderr, result.stderr
     return result.returncode, json.loads(result.stdout), result.stderr
 
@@ -119,7 +119,7 @@ def test_an_empty_listing_or_another_server_deletes_nothing(
         assert "the library listing is empty" in report["held_back"]
         assert "nothing removed: the library listing is empty" in stderr
     # A library Jellyfin no longer knows ends the run before anything is compared.
-    missing = stack.mirror("sync", "--library", "Movies (old)", "--delete", "--force")
+    missing = stack.mirror_here("sync", "--library", "Movies (old)", "--delete", "--force")
     assert missing.returncode == 1 and "no Jellyfin library named" in missing.stderr
     assert stack.object_keys() == before
     assert statuses(stack, items) == {"done": 3}
@@ -139,12 +139,12 @@ def test_eleven_of_a_hundred_gone_are_held_back_then_marked_then_purged_after_th
     assert report["held_back"] == (
         "11 of 100 mirrored items (11%) is over the limit of 50 items or 10% of the mirrored items"
     )
-    table = stack.mirror("sync", "--library", "Movies", "--delete", "--dry-run")
+    table = stack.mirror_here("sync", "--library", "Movies", "--delete", "--dry-run")
     assert table.returncode == 1
     assert "held back, nothing removed: 11 of 100" in table.stdout
     assert stack.object_keys() == everything and statuses(stack, items) == {"done": 100}
 
-    dry = stack.mirror(
+    dry = stack.mirror_here(
         "sync", "--library", "Movies", "--delete", "--max-delete", "20%", "--dry-run"
     )
     assert dry.returncode == 0, dry.stderr
@@ -158,7 +158,7 @@ def test_eleven_of_a_hundred_gone_are_held_back_then_marked_then_purged_after_th
     assert report["purged"] == [] and report["deleted_objects"] == 0
     assert statuses(stack, gone) == {"removed": 11}
     assert stack.object_keys() == everything  # within the grace: every object still there
-    shown = stack.mirror("show", gone[1]).stdout
+    shown = stack.mirror_here("show", gone[1]).stdout
     assert "gone from Jellyfin" in shown and "not yet: after MIRROR_DELETE_GRACE" in shown
 
     # One comes back (the mount is back for it) before the grace ends: it keeps its mirror.
@@ -198,7 +198,7 @@ def test_eleven_of_a_hundred_gone_are_held_back_then_marked_then_purged_after_th
             )
         ).scalar_one()
     assert purged == 10
-    assert "not yet" not in stack.mirror("show", gone[1]).stdout
+    assert "not yet" not in stack.mirror_here("show", gone[1]).stdout
 
 
 def test_item_deleted_while_the_first_job_runs_cancels_it_and_leaves_no_objects(

@@ -73,8 +73,7 @@ def test_jellyfin_503_then_5xx_then_a_cut_connection_within_the_first_attempt(
     stack.jellyfin.fail_next(502, path_prefix=f"/Items/{item}/Download")
     stack.jellyfin.cut_after(sample_h264_aac.size // 2)
     stack.enqueue(item)
-    result = stack.mirror("worker", "--burst")
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert stack.burst_in_process() == ["done"]  # the retries are the subject, not the process
     job = stack.job(item)
     assert (job.status, job.attempts) == ("done", 1), job.error
     statuses = [r.status for r in stack.jellyfin.requests if r.path.startswith("/Items")]
@@ -112,10 +111,10 @@ def test_s3_down_mid_upload_goes_back_to_the_queue_then_completes(
     assert stack.object_keys() == mirrored_keys(job)
 
 
-def test_four_workers_with_two_slots_mirror_30_items_exactly_once(
+def test_four_workers_with_two_slots_mirror_16_items_exactly_once(
     stack: Stack, sample_h264_aac: SampleMedia, tmp_path: Path
 ) -> None:
-    items = [stack.add_sample(sample_h264_aac, f"Item {n:02d}") for n in range(30)]
+    items = [stack.add_sample(sample_h264_aac, f"Item {n:02d}") for n in range(16)]
     stack.enqueue(*items)
     workers = [stack.start_worker("--burst", "--concurrency", "2", name=f"w{n}") for n in range(4)]
     for worker in workers:
@@ -133,8 +132,8 @@ def test_four_workers_with_two_slots_mirror_30_items_exactly_once(
         for line in stack.log_of(f"w{n}").splitlines()
         if "claimed by" in line
     ]
-    assert len(claims) == 30
-    assert len({line.split("job=")[1].split()[0] for line in claims}) == 30
+    assert len(claims) == 16
+    assert len({line.split("job=")[1].split()[0] for line in claims}) == 16
     assert len({holder.rsplit(":", 1)[0] for holder in holders.values()}) >= 2  # shared work
     assert stack.object_keys() == sorted(k for i in items for k in mirrored_keys(stack.job(i)))
 

@@ -22,7 +22,7 @@ def test_pause_releases_a_download_in_a_worker_process_and_resume_continues_it(
         "the download to start",
     )
 
-    paused = stack.mirror("pause", "--reason", "maintenance")
+    paused = stack.mirror_here("pause", "--reason", "maintenance")
     assert paused.returncode == 0, paused.stderr
     assert paused.stdout.strip() == (
         "paused: 1 job running goes back to the queue at the next heartbeat, 0 queued wait"

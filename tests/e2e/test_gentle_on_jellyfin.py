@@ -17,7 +17,7 @@ def test_four_workers_with_max_downloads_2_never_download_more_than_two_at_once(
 ) -> None:
     items = [stack.add_sample(sample_h264_aac, f"Item {n}") for n in range(8)]
     stack.jellyfin.throttle(sample_h264_aac.size)  # about 1 s per body: they would overlap
-    stack.mirror("enqueue", *items)
+    stack.mirror_here("enqueue", *items)
     notes: set[str] = set()
     watching = threading.Event()
 
@@ -59,7 +59,7 @@ def test_a_download_rate_limit_paces_what_jellyfin_sends(
 ) -> None:
     item = stack.add_sample(sample_large_h264)
     stack.jellyfin.limit_send_buffer(64 * 1024)  # so the server's clock follows our reads
-    stack.mirror("enqueue", item)
+    stack.mirror_here("enqueue", item)
     worker = stack.start_worker("--burst", MIRROR_DOWNLOAD_RATE_LIMIT="4MB/s")
     assert worker.wait(timeout=120) == 0
     assert stack.job(item).status == "done", stack.job(item).error

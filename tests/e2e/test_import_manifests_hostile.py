@@ -12,6 +12,7 @@ from tests.fixtures.stack import Stack
 GOOD = ["a" * 32, "b" * 32]
 DEEP = "c" * 32  # 10,000 arrays deep: past the JSON parser's recursion limit
 HUGE = "d" * 32  # a 5,000-digit number: past Python's int conversion limit
+NUL = "e" * 32  # a \u0000 in its source: valid JSON that Postgres' jsonb refuses
 
 
 def _put(stack: Stack, item_id: str, body: bytes) -> None:
@@ -19,11 +20,11 @@ def _put(stack: Stack, item_id: str, body: bytes) -> None:
     stack.s3.client.put_object(Bucket=stack.s3.bucket, Key=key, Body=body)
 
 
-def _good(item_id: str) -> bytes:
+def _good(item_id: str, source: dict[str, object] | None = None) -> bytes:
     manifest = build_manifest(
         item_id=item_id,
         name="Good",
-        source={"size": 10},
+        source=source or {"size": 10},
         video={"key": f"mirror/{item_id}/video.mp4", "size": 5, "sha256": "0" * 64},
         audio=[],
         job_id=uuid.uuid4(),
@@ -46,14 +47,16 @@ def test_hostile_manifests_are_named_and_skipped_and_the_good_ones_imported(
         b"9" * 5000,
     )
     _put(stack, HUGE, huge)
+    _put(stack, NUL, _good(NUL, {"size": 10, "Path": "a\u0000b"}))
 
-    result = stack.mirror("db", "import-manifests")
+    result = stack.mirror_here("db", "import-manifests")
 
     assert result.returncode == 1, result.stdout + result.stderr
     assert "unexpected error" not in result.stderr and "Traceback" not in result.stderr
     assert f"mirror/{DEEP}/manifest.json: not a manifest: JSON nested too deeply" in result.stderr
     assert f"mirror/{HUGE}/manifest.json: not a manifest: Exceeds the limit" in result.stderr
-    assert "4 manifest(s)" in result.stdout
-    assert "2 job(s) restored, 0 skipped (item already has a job), 2 unreadable" in result.stdout
+    assert f"mirror/{NUL}/manifest.json: Postgres refused its values: " in result.stderr
+    assert "5 manifest(s)" in result.stdout
+    assert "2 job(s) restored, 0 skipped (item already has a job), 3 unreadable" in result.stdout
     for item_id in GOOD:
         assert stack.job(item_id).status == "done"

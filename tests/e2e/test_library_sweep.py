@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from mirror.db.repository import Fence
 from mirror.demo.media import SampleMedia
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Fence, Mirrored
 from tests.fixtures.stack import Stack
 
 
@@ -41,31 +40,31 @@ def test_library_sweep_enqueues_every_item_not_mirrored_or_queued(
     assert done is Fence.OK
     stack.repo.enqueue([movie_ids[1]])
 
-    result = stack.mirror("enqueue", "--library", "Movies")
+    result = stack.mirror_here("enqueue", "--library", "Movies")
     assert result.returncode == 0, result.stderr
     assert "450 item(s): 448 queued, 1 already queued, 1 already mirrored" in result.stdout
 
-    listing = json.loads(stack.mirror("jobs", "--json", "--limit", "1000").stdout)
+    listing = json.loads(stack.mirror_here("jobs", "--json", "--limit", "1000").stdout)
     queued = {row["item_id"] for row in listing if row["status"] == "new"}
     assert queued == set(movie_ids[1:])
     assert episode not in queued
     pages = [r for r in stack.jellyfin.requests if r.path == "/Items" and "parentId" in r.query]
     assert len(pages) == 3
 
-    again = stack.mirror("enqueue", "--parent-id", shows, "--type", "Episode")
+    again = stack.mirror_here("enqueue", "--parent-id", shows, "--type", "Episode")
     assert "1 item(s): 1 queued" in again.stdout
     assert stack.job(episode).status == "new"
 
 
 def test_unknown_library_names_the_available_ones(stack: Stack) -> None:
     stack.jellyfin.add_library("Movies")
-    result = stack.mirror("enqueue", "--library", "Films")
+    result = stack.mirror_here("enqueue", "--library", "Films")
     assert result.returncode == 1
     assert "no Jellyfin library named 'Films'" in result.stderr
     assert "Movies" in result.stderr
 
 
 def test_enqueue_needs_exactly_one_source(stack: Stack) -> None:
-    result = stack.mirror("enqueue", "--library", "Movies", "--parent-id", "0" * 32)
+    result = stack.mirror_here("enqueue", "--library", "Movies", "--parent-id", "0" * 32)
     assert result.returncode == 2
     assert "exactly one" in result.stderr

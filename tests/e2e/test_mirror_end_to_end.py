@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from mirror.db.attempt_log import AttemptLog
-from mirror.db.records import JobRecord
 from mirror.demo.media import SampleMedia, describe_streams
+from mirror.domain.jobs import JobRecord
 from tests.fixtures.stack import Stack
 
 
@@ -21,7 +21,7 @@ def test_both_samples_are_mirrored_with_one_file_per_stream(
 ) -> None:
     remux = stack.add_sample(sample_h264_aac, "Remux Sample")
     reencode = stack.add_sample(sample_mpeg4_mp3, "Re-encode Sample")
-    enqueued = stack.mirror("enqueue", remux, reencode)
+    enqueued = stack.mirror_here("enqueue", remux, reencode)
     assert enqueued.returncode == 0, enqueued.stderr
 
     started = time.monotonic()

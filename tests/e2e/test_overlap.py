@@ -39,7 +39,7 @@ def test_first_part_reaches_s3_while_the_download_is_still_under_way(
 ) -> None:
     item = stack.add_sample(sample_large_h264)
     stack.jellyfin.throttle(sample_large_h264.size // DOWNLOAD_S)
-    stack.mirror("enqueue", item)
+    stack.mirror_here("enqueue", item)
     worker = stack.start_worker("--burst", name="a", **SMALL_PARTS)
     stack.wait_for(lambda: stack.jellyfin.download_requests(), 30, "the download to start")
     asked_at = time.monotonic()
@@ -60,7 +60,7 @@ def test_kill_9_mid_overlap_is_finished_once_by_another_worker(
 ) -> None:
     item = stack.add_sample(sample_large_h264)
     stack.jellyfin.throttle(sample_large_h264.size // DOWNLOAD_S)
-    stack.mirror("enqueue", item)
+    stack.mirror_here("enqueue", item)
     victim = stack.start_worker(name="victim", **SMALL_PARTS)
     # Download (phase), transcode (ffmpeg) and upload (a stored part) all under way.
     stack.wait_for(lambda: stored_parts(stack) > 0, 60, "a part in S3")

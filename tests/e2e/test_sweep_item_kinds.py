@@ -11,7 +11,7 @@ from tests.fixtures.stack import Stack
 
 def test_a_type_typo_exits_2_with_a_suggestion_and_asks_jellyfin_nothing(stack: Stack) -> None:
     stack.jellyfin.add_library("Movies")
-    result = stack.mirror("enqueue", "--library", "Movies", "--type", "Movies,Episode")
+    result = stack.mirror_here("enqueue", "--library", "Movies", "--type", "Movies,Episode")
     assert result.returncode == 2
     assert "'Movies' is not a Jellyfin item type; did you mean 'Movie'?" in result.stderr
     assert "Traceback" not in result.stderr
@@ -41,7 +41,7 @@ def test_a_sweep_skips_what_is_not_a_media_file_and_says_why(
     disc = add("Extras Disc", item_type="Episode", video_type="Iso")
     series = stack.jellyfin.add_folder("The Show", item_type="Series", library_id=shows)
 
-    result = stack.mirror("enqueue", "--library", "Shows", "--type", "Episode,Series")
+    result = stack.mirror_here("enqueue", "--library", "Shows", "--type", "Episode,Series")
 
     assert result.returncode == 0, result.stderr
     assert (
@@ -59,7 +59,7 @@ def test_sync_checks_types_and_skips_what_is_not_a_media_file_like_the_sweep(
     stack: Stack, sample_h264_aac: SampleMedia, tmp_path: Path
 ) -> None:
     movies = stack.jellyfin.add_library("Movies")
-    typo = stack.mirror("sync", "--library", "Movies", "--type", "Movei")
+    typo = stack.mirror_here("sync", "--library", "Movies", "--type", "Movei")
     assert typo.returncode == 2
     assert "'Movei' is not a Jellyfin item type; did you mean 'Movie'?" in typo.stderr
     assert stack.jellyfin.requests == []
@@ -71,7 +71,7 @@ def test_sync_checks_types_and_skips_what_is_not_a_media_file_like_the_sweep(
     linked = stack.jellyfin.add_item(strm, name="Live", protocol="Http", **common)
     disc = stack.jellyfin.add_item(sample_h264_aac.path, name="Disc", video_type="Iso", **common)
 
-    result = stack.mirror("sync", "--library", "Movies", "--json")
+    result = stack.mirror_here("sync", "--library", "Movies", "--json")
 
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)

@@ -14,7 +14,7 @@ from tests.fixtures.stack import Stack
 
 
 def sync(stack: Stack, *args: str) -> dict[str, Any]:
-    result = stack.mirror("sync", "--library", "Movies", "--json", *args)
+    result = stack.mirror_here("sync", "--library", "Movies", "--json", *args)
     assert result.returncode == 0, result.stderr[-3000:]
     report: dict[str, Any] = json.loads(result.stdout)
     return report
@@ -133,6 +133,6 @@ def test_a_renamed_file_gets_a_server_side_copy_of_its_mirror_under_the_new_id(
     manifest = json.loads(body["Body"].read())
     assert manifest["item"] == {"id": new_id, "name": "New"}
     assert old_id not in json.dumps(manifest)
-    verified = stack.mirror("verify", new_id, "--deep")
+    verified = stack.mirror_here("verify", new_id, "--deep")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert sync(stack)["items"]["unchanged"] == [new_id]  # and nothing queued

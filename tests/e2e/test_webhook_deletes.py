@@ -1,5 +1,5 @@
-"""The ItemDeleted deliveries Jellyfin and its webhook plugin really send, through the real
-`mirror serve` (MIRROR_DELETE_REMOVED=true) and the stand-in's plugin (v18, Jellyfin
+"""The ItemDeleted deliveries Jellyfin and its webhook plugin really send, through `mirror
+serve`'s app and server (MIRROR_DELETE_REMOVED=true) and the stand-in's plugin (v18, Jellyfin
 10.11.11; see mirror/demo/stand_in/webhook.py for the sources).
 
 - A file replaced in place keeps its id; the plugin's two queues send its ItemDeleted and
@@ -13,10 +13,7 @@ is transcoded; the stand-in only has to list what Jellyfin still has.
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +28,7 @@ from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.webhook import Delivered, WebhookPlugin
 from mirror.domain.item import ItemTitle
 from mirror.domain.manifest import RestoredJob
-from tests.fixtures.stack import Stack
+from tests.fixtures.stack import Stack, serving_in_process
 
 SECRET = "hook-secret"
 JELLYFIN = "10.11.11"  # reports a deleted folder only, not what was under it
@@ -70,28 +67,10 @@ def serve(stack: Stack) -> Iterator[str]:
 
 
 def _serve(stack: Stack, **env: str) -> Iterator[str]:
-    log_path = stack.log_dir / "serve.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=stack.env(MIRROR_WEBHOOK_SECRET=SECRET, MIRROR_DELETE_REMOVED="true", **env),
-        )
-    try:
-        found: list[str] = []
-
-        def listening() -> bool:
-            found[:] = re.findall(r"serving on (http://127\.0\.0\.1:\d+)", log_path.read_text())
-            return bool(found) or process.poll() is not None
-
-        stack.wait_for(listening, timeout=60, what="mirror serve to listen")
-        assert found, log_path.read_text()
-        yield f"{found[0]}/hooks/jellyfin"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    """`mirror serve`'s app and server, in this process (the deliveries are the subject)."""
+    environment = stack.env(MIRROR_WEBHOOK_SECRET=SECRET, MIRROR_DELETE_REMOVED="true", **env)
+    with serving_in_process(environment) as url:
+        yield f"{url}/hooks/jellyfin"
 
 
 def plugin(url: str) -> WebhookPlugin:

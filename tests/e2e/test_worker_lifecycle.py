@@ -26,7 +26,7 @@ def test_enqueue_wakes_an_idle_worker_through_notify(
     stack.wait_for(lambda: "started" in stack.log_of(), 30, "worker start")
     time.sleep(1.0)  # let it finish its first (empty) claim and go to sleep on LISTEN
     enqueued_at = time.monotonic()
-    stack.mirror("enqueue", item)
+    stack.mirror_here("enqueue", item)
     stack.wait_for(lambda: stack.job(item).status == "done", 30, "the job to finish")
     assert time.monotonic() - enqueued_at < 20  # far less than the 60 s poll interval
     assert worker.poll() is None
@@ -50,11 +50,11 @@ def test_worker_reaper_returns_a_dead_workers_job_and_finishes_it(
     job = stack.job(item)
     assert (job.status, job.attempts) == ("done", 2)
     assert "stale job of worker dead-host:1:0" in result.stderr
-    shown = stack.mirror("show", item, "--json")
+    shown = stack.mirror_here("show", item, "--json")
     history = json.loads(shown.stdout)["attempt_history"]
     assert [(a["worker_id"], a["outcome"]) for a in history] == [
         ("dead-host:1:0", "stale"),
         (job.worker_id, "done"),
     ]
-    table = stack.mirror("show", str(job.id)).stdout
+    table = stack.mirror_here("show", str(job.id)).stdout
     assert "attempts" in table and "stale" in table and "dead-host:1:0" in table

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from mirror.db.repository import JobRepository, Lease
+from mirror.db.repository import JobRepository
 from mirror.domain.errors import (
     InsufficientSpace,
     PermanentError,
@@ -16,7 +16,7 @@ from mirror.domain.errors import (
     Stalled,
     TransientError,
 )
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Lease, Mirrored
 from mirror.domain.logs import get_logger
 from mirror.domain.progress import AbortSignal
 from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt

@@ -1,17 +1,17 @@
-"""The `mirror` command as people run it: a subprocess, real Postgres, exit codes."""
+"""The `mirror` commands as people run them: real Postgres, output and exit codes.
+
+Run through the CLI's entry point in this process (tests/fixtures/stack.py:
+mirror_in_process); the process itself is tested in test_cli_boundary.py.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-# Each test starts `mirror` processes: with the e2e tests, out of `make test-fast`.
-pytestmark = pytest.mark.e2e
+from tests.fixtures.stack import mirror_in_process
 
 ITEM = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
@@ -23,14 +23,7 @@ def run_mirror(
     if database_url is not None:
         environment["MIRROR_DATABASE_URL"] = database_url
     environment.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mirror.cli", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=60,
-        check=False,
-    )
+    return mirror_in_process(args, environment)
 
 
 def test_enqueue_twice_gives_one_job(database_url: str) -> None:
@@ -127,6 +120,12 @@ def test_unreachable_database_exits_1_without_traceback() -> None:
     assert result.returncode == 1
     assert "cannot connect to Postgres" in result.stderr
     assert "Traceback" not in result.stderr
+    # The migration's driver error arrives as DatabaseUnavailable too (the CLI knows no other).
+    upgrade = run_mirror("db", "upgrade", database_url="postgresql://postgres@127.0.0.1:1/nothing")
+    assert upgrade.returncode == 1
+    assert (
+        upgrade.stderr.startswith("mirror: database error: ") and "Traceback" not in upgrade.stderr
+    )
 
 
 def test_db_upgrade_creates_the_schema(empty_database_url: str) -> None:

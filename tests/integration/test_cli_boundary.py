@@ -3,13 +3,35 @@ unless asked for (--debug or MIRROR_LOG_LEVEL=DEBUG)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
-from tests.integration.test_cli import run_mirror
 
 # Each test starts `mirror` processes: with the e2e tests, out of `make test-fast`.
 pytestmark = pytest.mark.e2e
+
+
+def run_mirror(
+    *args: str, database_url: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m mirror.cli <args>` as a process, with only the MIRROR_* given."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MIRROR_")}
+    if database_url is not None:
+        environment["MIRROR_DATABASE_URL"] = database_url
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "mirror.cli", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+        check=False,
+    )
+
 
 # botocore refuses this region when the worker builds its S3 client: an error no mirror
 # code foresees, so it reaches the boundary as it is.

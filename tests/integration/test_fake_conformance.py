@@ -15,16 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from imageio_ffmpeg import get_ffmpeg_exe
 from sqlalchemy import text
 
 from mirror.db.attempt_log import AttemptLog
 from mirror.db.repository import JobRepository
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import JellyfinStandIn
+from mirror.demo.stand_in.trickplay import make_trickplay
 from mirror.domain.errors import PermanentError, ShutdownRequested, TransientError
 from mirror.domain.jobs import AttemptStats, Fence, FleetMode, Lease, Mirrored
 from mirror.domain.objects import Upload
 from mirror.domain.progress import AbortSignal, Progress
+from mirror.domain.thumbnails import TrickplayTiles
 from mirror.jellyfin.client import JellyfinClient
 from mirror.pipeline.steps import MediaServer, ObjectStore
 from mirror.runner.attempt import AttemptHistory
@@ -463,6 +466,20 @@ def check_media_server(subject: MediaSubject, sample: SampleMedia, tmp_path: Pat
     assert sidecar.startswith(b"WEBVTT") and b"Sidecar subtitle" in sidecar
     own = subject.media.fetch_subtitle(item, item, 5)
     assert own.startswith(b"WEBVTT")
+
+    # Trickplay tiles Jellyfin made: listed on the item, each sheet served by its index
+    # (404, permanent, past the last one); an item without them lists none.
+    tiles_dir = tmp_path / "trickplay" / "320"
+    made = make_trickplay(sample.path, tiles_dir, 4.0, ffmpeg=get_ffmpeg_exe(), interval_ms=1000)
+    tiled = subject.add_item(
+        sample.path, name="Tiled", streams=sample.streams, duration_s=4.0, trickplay=made
+    )
+    tiles = subject.media.get_item(tiled).trickplay
+    assert tiles == TrickplayTiles(tiled, 320, made.height, 10, 10, 4, 1.0)
+    assert subject.media.fetch_trickplay_tile(tiled, tiles, 0) == (tiles_dir / "0.jpg").read_bytes()
+    with pytest.raises(PermanentError):
+        subject.media.fetch_trickplay_tile(tiled, tiles, 1)
+    assert subject.media.get_item(item).trickplay is None
 
 
 # -- S3: ObjectStore ------------------------------------------------------------------------

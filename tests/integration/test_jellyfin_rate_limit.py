@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn
+from mirror.demo.stand_in.handler import DownloadSpan
+from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.domain.errors import ShutdownRequested
 from mirror.domain.progress import AbortSignal, Progress
 from mirror.jellyfin.client import JellyfinClient

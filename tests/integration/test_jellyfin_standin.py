@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from mirror.demo.stand_in.server import DownloadSpan, JellyfinStandIn, most_at_once
+from mirror.demo.stand_in.handler import DownloadSpan
+from mirror.demo.stand_in.server import JellyfinStandIn, most_at_once
 from mirror.domain.item import MediaStream
 
 SIZE = 100_000
@@ -313,7 +314,7 @@ def test_if_range_is_compared_as_a_date_and_an_etag_never_matches(
 def test_sidecars_are_listed_first_and_shift_the_index_of_the_files_streams(
     jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path
 ) -> None:
-    from mirror.demo.stand_in.server import Sidecar
+    from mirror.demo.stand_in.catalog import Sidecar
 
     srt = media.with_suffix(".en.srt")
     item_id = jellyfin.add_item(
@@ -448,3 +449,47 @@ def test_the_startup_503_is_html_without_a_message_header(
     assert response.getheader("Content-Type", "").startswith("text/html")
     assert response.getheader("Message") is None and response.getheader("Retry-After") is None
     assert b"Jellyfin" in body
+
+
+def test_trickplay_is_listed_on_request_and_its_sheets_and_playlist_are_served(
+    jellyfin: JellyfinStandIn, conn: http.client.HTTPConnection, media: Path, tmp_path: Path
+) -> None:
+    from mirror.demo.stand_in.trickplay import Trickplay
+
+    tiles = tmp_path / "trickplay" / "320"
+    tiles.mkdir(parents=True)
+    for index in (0, 1):
+        (tiles / f"{index}.jpg").write_bytes(b"\xff\xd8sheet %d" % index)
+    trickplay = Trickplay(tiles, width=320, height=180, thumbnail_count=150)
+    tiled = jellyfin.add_item(media, name="Tiled", streams=[], duration_s=1500, trickplay=trickplay)
+    plain = jellyfin.add_item(media, name="Plain", streams=[], duration_s=10)
+
+    items = get_json(conn, jellyfin, f"/Items?ids={tiled},{plain}&fields=Trickplay")["Items"]
+    assert items[0]["Trickplay"] == {
+        tiled: {
+            "320": {"Width": 320, "Height": 180, "TileWidth": 10, "TileHeight": 10,
+                    "ThumbnailCount": 150, "Interval": 10000, "Bandwidth": 0}
+        }
+    }  # fmt: skip
+    assert items[1]["Trickplay"] == {}  # a video without tiles: an empty map, not absent
+    assert "Trickplay" not in get_json(conn, jellyfin, f"/Items?ids={tiled}")["Items"][0]
+
+    response, body = get(
+        conn, jellyfin, f"/Videos/{tiled}/Trickplay/320/1.jpg?mediaSourceId={tiled}"
+    )
+    assert (response.status, response.getheader("Content-Type"), body) == (
+        200, "image/jpeg", b"\xff\xd8sheet 1",
+    )  # fmt: skip
+    response, body = get(conn, jellyfin, f"/Videos/{tiled}/Trickplay/320/tiles.m3u8")
+    playlist = body.decode()
+    assert response.status == 200 and "#EXT-X-IMAGES-ONLY" in playlist
+    assert playlist.count("#EXT-X-TILES:RESOLUTION=320x180,LAYOUT=10x10,DURATION=10") == 2
+    assert "#EXTINF:500," in playlist  # the last sheet holds the 50 left
+    for missing in (
+        f"/Videos/{tiled}/Trickplay/320/2.jpg",  # past the last sheet
+        f"/Videos/{tiled}/Trickplay/640/0.jpg",  # a width it has none of
+        f"/Videos/{plain}/Trickplay/320/0.jpg",
+        f"/Videos/{plain}/Trickplay/320/tiles.m3u8",
+    ):
+        assert get(conn, jellyfin, missing)[0].status == 404, missing
+    assert get(conn, jellyfin, f"/Videos/{tiled}/Trickplay/320/0.jpg", auth=None)[0].status == 401

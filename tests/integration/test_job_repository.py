@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Engine, text
 
-from mirror.db.repository import Fence, JobNotFound, JobRepository, JobStateError
-from mirror.domain.jobs import Mirrored
+from mirror.db.repository import JobRepository
+from mirror.domain.jobs import Fence, JobNotFound, JobStateError, Mirrored
 from mirror.views import speed_text
 from tests.fixtures.postgres import seconds_until_run_after
 
@@ -325,7 +325,8 @@ def test_job_status_view_formats_speeds_as_the_cli_does(
 def test_attempt_history_follows_claims_rescues_and_ends(
     engine: Engine, repo: JobRepository
 ) -> None:
-    from mirror.db.attempt_log import AttemptLog, AttemptStats
+    from mirror.db.attempt_log import AttemptLog
+    from mirror.domain.jobs import AttemptStats
 
     history = AttemptLog(engine)
     repo.enqueue([ITEM])

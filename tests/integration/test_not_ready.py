@@ -11,9 +11,9 @@ import uuid
 from sqlalchemy import Engine, text
 
 from mirror.db.attempt_log import AttemptLog
-from mirror.db.repository import Fence, JobRepository, Lease
+from mirror.db.repository import JobRepository
 from mirror.domain.errors import InsufficientSpace, NotReady, TransientError
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Fence, Lease, Mirrored
 from mirror.domain.logs import get_logger
 from mirror.domain.progress import AbortSignal
 from mirror.runner.attempt import AttemptPolicy, Outcome, run_attempt

@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import Engine, text
 
 from mirror.db.attempt_log import AttemptLog
-from mirror.db.repository import JobRepository, Lease
+from mirror.db.repository import JobRepository
 from mirror.domain.errors import PermanentError, TransientError
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Lease, Mirrored
 from mirror.domain.logs import RedactSecrets, get_logger
 from mirror.domain.progress import AbortSignal
 from mirror.domain.redact import MASK, forget_secrets, register_secrets

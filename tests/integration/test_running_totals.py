@@ -6,12 +6,12 @@ import uuid
 
 from sqlalchemy import Engine, text
 
-from mirror.db.attempt_log import AttemptLog, AttemptStats
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.counters import fold, read_totals
 from mirror.db.mirrored import MirroredItems
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import AttemptStats, Mirrored
 from mirror.web.metrics import PHASE_BUCKETS
 
 ITEMS = [uuid.uuid4().hex for _ in range(8)]

@@ -13,9 +13,9 @@ import pytest
 from botocore.exceptions import ConnectionClosedError
 
 from mirror.domain.errors import TransientError
-from mirror.domain.objects import FileDigest
+from mirror.domain.objects import FileDigest, Upload
 from mirror.domain.progress import AbortSignal, Progress
-from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB, Upload
+from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB
 from tests.fixtures.s3 import S3Target
 from tests.fixtures.s3_checksums import damage_part
 

@@ -11,15 +11,13 @@ from pathlib import Path
 import pytest
 
 from mirror.domain.errors import JobCancelled, LeaseLost, PermanentError, TransientError
+from mirror.domain.objects import Upload, audio_key, video_key
 from mirror.domain.progress import AbortSignal, Progress
 from mirror.s3.storage import (
     AUDIO_CONTENT_TYPE,
     VIDEO_CONTENT_TYPE,
     MiB,
     S3Storage,
-    Upload,
-    audio_key,
-    video_key,
 )
 from tests.fixtures.s3 import DUMMY_KEY, RestartableS3Target, S3Target
 

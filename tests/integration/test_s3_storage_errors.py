@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.objects import Upload
 from mirror.domain.progress import AbortSignal, Progress
-from mirror.s3.storage import AUDIO_CONTENT_TYPE, S3Storage, Upload
+from mirror.s3.storage import AUDIO_CONTENT_TYPE, S3Storage
 
 SECRET = "hunter2-very-secret-key"
 

@@ -10,8 +10,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from mirror.domain.objects import Upload
 from mirror.domain.progress import AbortSignal, Progress
-from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB, Upload
+from mirror.s3.storage import AUDIO_CONTENT_TYPE, VIDEO_CONTENT_TYPE, MiB
 from tests.fixtures.s3 import S3Target
 
 ITEM = "0123456789abcdef0123456789abcdef"

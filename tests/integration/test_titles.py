@@ -24,13 +24,13 @@ from mirror.db.attempt_log import AttemptLog
 from mirror.db.dashboard import DashboardQueries
 from mirror.db.mirrored import MirroredItems
 from mirror.db.removals import Removals
-from mirror.db.repository import Fence, JobRepository
+from mirror.db.repository import JobRepository
 from mirror.db.sessions import EndedSessionStore
 from mirror.db.stats import QueueStats
 from mirror.db.sync_jobs import SyncJobStore
 from mirror.demo.stand_in.server import JellyfinStandIn
 from mirror.domain.item import ItemTitle
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import Fence, Mirrored
 from mirror.jellyfin.client import JellyfinClient
 from mirror.web.api import DashboardApi
 from mirror.web.auth import UiAuth

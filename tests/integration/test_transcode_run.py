@@ -25,7 +25,7 @@ ITEM_ID = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 @pytest.fixture(scope="module")
 def long_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
-    """Big enough that a veryslow x264 encode runs for seconds: aborts land mid-run."""
+    """20 s: read at half speed (`slow_ffmpeg`), its encode runs for 40 s: aborts land mid-run."""
     dest = tmp_path_factory.mktemp("long") / "long.mkv"
     return generate_sample(
         dest, "mpeg4_mp3", duration_s=20.0, width=640, height=480, ffmpeg_path=ffmpeg_path
@@ -38,8 +38,15 @@ def slow_plan(sample: SampleMedia, work_dir: Path) -> TranscodePlan:
         work_dir,
         sample.path,
         video_codec="libx264",
-        x264_preset="veryslow",
+        x264_preset="ultrafast",
     )
+
+
+@pytest.fixture
+def slow_ffmpeg(paced_ffmpeg: Callable[[float], str]) -> str:
+    """The ffmpeg to run `slow_plan` with: the real one, its input read at half speed
+    (tests/fixtures/media.py), so the encode lasts without keeping a core busy."""
+    return paced_ffmpeg(0.5)
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -144,7 +151,7 @@ def test_progress_reaches_every_frame_at_the_end(
 
 
 def test_abort_mid_run_kills_ffmpeg_at_once_and_raises_the_reason(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str
+    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
     plan = slow_plan(long_sample, tmp_path)
     abort = AbortSignal()
@@ -166,7 +173,7 @@ def test_abort_mid_run_kills_ffmpeg_at_once_and_raises_the_reason(
     canceller.start()
     try:
         with pytest.raises(JobCancelled, match="cancelled by the test"):
-            run_transcode(plan, ffmpeg_path, on_progress, abort)
+            run_transcode(plan, slow_ffmpeg, on_progress, abort)
     finally:
         canceller.join()
     stopped_after = time.monotonic() - triggered_at[0]
@@ -190,7 +197,7 @@ def test_abort_before_start_runs_nothing(
 
 
 def test_a_raising_callback_stops_ffmpeg_and_propagates(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str
+    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
     plan = slow_plan(long_sample, tmp_path)
     pids: list[int] = []
@@ -202,7 +209,7 @@ def test_a_raising_callback_stops_ffmpeg_and_propagates(
         raise LeaseLost("another worker owns the job")
 
     with pytest.raises(LeaseLost, match="another worker"):
-        run_transcode(plan, ffmpeg_path, on_progress, AbortSignal())
+        run_transcode(plan, slow_ffmpeg, on_progress, AbortSignal())
 
     assert time.monotonic() - raised_at[0] < 1.0, "ffmpeg must be killed, not waited for"
     assert len(pids) == 1
@@ -210,7 +217,7 @@ def test_a_raising_callback_stops_ffmpeg_and_propagates(
 
 
 def test_ffmpeg_killed_from_outside_is_transient(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str
+    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
     plan = slow_plan(long_sample, tmp_path)
     killed: list[int] = []
@@ -222,7 +229,7 @@ def test_ffmpeg_killed_from_outside_is_transient(
                 killed.append(pid)
 
     with pytest.raises(TransientError, match="killed by SIGKILL"):
-        run_transcode(plan, ffmpeg_path, on_progress, AbortSignal())
+        run_transcode(plan, slow_ffmpeg, on_progress, AbortSignal())
 
     assert killed
 
@@ -254,7 +261,7 @@ source, work_dir, ffmpeg = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 video = MediaStream(index=0, type="Video", codec="mpeg4", frame_rate=25.0)
 item = MediaItem(id="a" * 32, name="x", type="Movie", container="mkv", size=None,
                  duration_s=20.0, streams=(video,))
-plan = plan_transcode(item, work_dir, source, x264_preset="veryslow")
+plan = plan_transcode(item, work_dir, source, x264_preset="ultrafast")
 
 def on_progress(progress):
     print("progress", flush=True)
@@ -265,10 +272,10 @@ print("finished", flush=True)
 
 
 def test_killing_the_worker_process_takes_ffmpeg_down(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str
+    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
     worker = subprocess.Popen(
-        [sys.executable, "-c", _WORKER_SCRIPT, str(long_sample.path), str(tmp_path), ffmpeg_path],
+        [sys.executable, "-c", _WORKER_SCRIPT, str(long_sample.path), str(tmp_path), slow_ffmpeg],
         stdout=subprocess.PIPE,
         cwd=Path(__file__).resolve().parents[2],
     )

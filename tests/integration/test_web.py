@@ -16,12 +16,12 @@ from waitress import wasyncore
 from waitress.server import create_server
 
 from mirror.converge.delete_guard import NO_LIMIT
-from mirror.db.attempt_log import AttemptLog, AttemptStats
+from mirror.db.attempt_log import AttemptLog
 from mirror.db.engine import make_engine
 from mirror.db.removals import Removals
 from mirror.db.repository import JobRepository
 from mirror.db.stats import QueueStats
-from mirror.domain.jobs import Mirrored
+from mirror.domain.jobs import AttemptStats, Mirrored
 from mirror.web.removed_items import item_remover
 from mirror.web.serve import MAX_BODY_BYTES, MirrorWeb, WebhookPolicy
 from tests.fixtures.s3 import S3Target

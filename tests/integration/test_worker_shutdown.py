@@ -6,7 +6,8 @@ import threading
 import time
 from pathlib import Path
 
-from mirror.db.repository import JobRepository, Lease
+from mirror.db.repository import JobRepository
+from mirror.domain.jobs import Lease
 from mirror.domain.progress import AbortSignal
 from mirror.runner.attempt import Outcome
 from mirror.runner.worker import Worker, WorkerConfig

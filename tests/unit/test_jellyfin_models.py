@@ -11,6 +11,7 @@ from mirror.jellyfin.models import (
     parse_item_summary,
     parse_library,
     parse_media_item,
+    parse_trickplay,
     require_item_id,
 )
 
@@ -114,3 +115,41 @@ def test_the_item_level_etag_is_never_part_of_a_fingerprint() -> None:
     summary = parse_item_summary(data)
     assert summary is not None
     assert summary.fingerprint() == {"media_source_id": "a" * 32, "size": 100}
+
+
+def test_trickplay_of_the_mirrored_source_nearest_320_wide_is_read() -> None:
+    source = "c" * 32
+
+    def info(width: int, **changes: object) -> dict[str, object]:
+        facts: dict[str, object] = {
+            "Width": width, "Height": width * 9 // 16, "TileWidth": 10, "TileHeight": 10,
+            "ThumbnailCount": 250, "Interval": 10000, "Bandwidth": 0,
+        }  # fmt: skip
+        return {**facts, **changes}
+
+    item = {
+        "Id": source,
+        "MediaSources": [{"Id": source, "Size": 1}],
+        # Jellyfin's keys: the media source id ("N" spelling), then the width as text.
+        "Trickplay": {
+            "dddddddd-dddd-dddd-dddd-dddddddddddd": {"320": info(320)},
+            source: {"640": info(640), "480": info(480, Interval=5000)},
+        },
+    }
+    tiles = parse_media_item(item).trickplay
+    assert tiles is not None
+    assert (tiles.media_source_id, tiles.width, tiles.height, tiles.count) == (
+        source,
+        480,
+        270,
+        250,
+    )
+    assert (tiles.columns, tiles.rows, tiles.interval_s) == (10, 10, 5.0)
+    assert tiles.grid.sheets == 3
+    # none for this source, an empty map (Jellyfin made none), or facts missing
+    assert parse_media_item({**item, "Trickplay": {}}).trickplay is None
+    other = {**item, "Trickplay": {"d" * 32: {"320": info(320)}}}
+    assert parse_media_item(other).trickplay is None
+    broken = {**item, "Trickplay": {source: {"320": info(320, Interval=None)}}}
+    assert parse_media_item(broken).trickplay is None
+    assert parse_trickplay(["not", "a", "map"], source) is None

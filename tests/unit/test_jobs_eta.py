@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mirror.db.repository import JobRecord
+from mirror.domain.jobs import JobRecord
 from mirror.views import job_eta, jobs_table, phase_eta, speed_text
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -16,7 +16,10 @@ from mirror.transcode.probe import probe_own_outputs
 FRAGMENTED = ["-movflags", "+frag_keyframe+empty_moov+default_base_moof"]
 
 
-def _outputs(tmp: Path, ffmpeg_path: str) -> tuple[Path, Path]:
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> tuple[Path, Path]:
+    """Fragmented outputs as the transcode writes them, encoded once for the module."""
+    tmp = tmp_path_factory.mktemp("holes")
     video, audio = tmp / "video.mp4", tmp / "audio.m4a"
     subprocess.run(
         [ffmpeg_path, "-nostdin", "-y", "-loglevel", "error",
@@ -27,6 +30,12 @@ def _outputs(tmp: Path, ffmpeg_path: str) -> tuple[Path, Path]:
          "-map", "1:a", "-c:a", "aac", *FRAGMENTED, "-frag_duration", "500000", str(audio)],
         check=True,
     )  # fmt: skip
+    return video, audio
+
+
+def _outputs(tmp: Path, encoded: tuple[Path, Path]) -> tuple[Path, Path]:
+    """A test's own copies: holes are punched in place."""
+    video, audio = (Path(shutil.copy(path, tmp / path.name)) for path in encoded)
     return video, audio
 
 
@@ -42,9 +51,9 @@ def _stream(path: Path, keep_head: int, chunk: int, part: int) -> OutputHoles:
 
 
 def test_stored_payloads_give_their_disk_back_and_verify_and_playlists_read_the_same(
-    tmp_path: Path, ffmpeg_path: str
+    tmp_path: Path, ffmpeg_path: str, encoded: tuple[Path, Path]
 ) -> None:
-    video, audio = _outputs(tmp_path, ffmpeg_path)
+    video, audio = _outputs(tmp_path, encoded)
     probe = tmp_path / "probe"
     probe.write_bytes(b"\0" * 8192)
     with probe.open("r+b") as file:
@@ -70,9 +79,9 @@ def test_stored_payloads_give_their_disk_back_and_verify_and_playlists_read_the_
 
 
 def test_nothing_is_freed_before_it_is_stored_nor_in_the_head(
-    tmp_path: Path, ffmpeg_path: str
+    tmp_path: Path, encoded: tuple[Path, Path]
 ) -> None:
-    video, _ = _outputs(tmp_path, ffmpeg_path)
+    video, _ = _outputs(tmp_path, encoded)
     original = video.read_bytes()
     holes = OutputHoles(video, keep_head=64 * 1024)
     holes.observe(original)

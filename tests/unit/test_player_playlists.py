@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mirror.web.player import rewrite_playlist
+from mirror.web.player import rewrite_playlist, rewrite_thumbnail_track, thumbnail_sheet_keys
 
 MEDIA = """#EXTM3U
 #EXT-X-VERSION:7
@@ -61,3 +61,37 @@ def test_only_keys_the_row_lists_are_presigned() -> None:
 def test_crlf_playlists_are_read_line_by_line() -> None:
     text = rewrite_playlist(MEDIA.replace("\n", "\r\n"), "mirror/abc/audio", presign, LISTED)
     assert text.count("X-Amz-Signature") == 2 and "\r" not in text
+
+
+THUMBNAILS = """WEBVTT
+
+00:00:00.000 --> 00:00:10.000
+0.jpg#xywh=0,0,320,180
+
+00:00:10.000 --> 00:00:20.000
+../video.mp4#xywh=320,0,320,180
+
+00:00:20.000 --> 00:00:25.000
+1.jpg#xywh=320,0,320,180
+"""
+
+
+def test_thumbnail_sheets_become_presigned_urls_keeping_their_rectangles() -> None:
+    text = rewrite_thumbnail_track(THUMBNAILS, "mirror/abc/thumbnails/thumbnails.vtt", presign)
+    lines = text.splitlines()
+    sheet = "https://bucket.example/mirror/abc/thumbnails/{}.jpg?X-Amz-Signature=abc"
+    assert sheet.format(0) + "#xywh=0,0,320,180" in lines
+    assert sheet.format(1) + "#xywh=320,0,320,180" in lines
+    # Only a sheet beside the track is presigned: anything else is left out.
+    assert not any("video.mp4" in line for line in lines)
+    assert lines[:2] == ["WEBVTT", ""]
+
+
+def test_the_image_playlist_presigns_only_the_sheets_beside_it() -> None:
+    images = "#EXTM3U\n#EXT-X-IMAGES-ONLY\n#EXTINF:1000,\n0.jpg\n#EXTINF:10,\n../video.mp4\n"
+    directory = "mirror/abc/thumbnails"
+    allowed = thumbnail_sheet_keys(images, directory)
+    assert allowed == {"mirror/abc/thumbnails/0.jpg"}
+    text = rewrite_playlist(images, directory, presign, allowed)
+    assert "https://bucket.example/mirror/abc/thumbnails/0.jpg?X-Amz-Signature=abc" in text
+    assert "video.mp4" not in text

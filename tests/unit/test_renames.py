@@ -18,6 +18,10 @@ def test_every_key_moves_to_the_new_prefix_and_the_digests_stay() -> None:
         "outputs": [{"kind": "video", "key": f"m/{OLD}/video.mp4", "sha256": "s", "size": 3}],
         "hls": {"master": f"m/{OLD}/master.m3u8", "playlists": [{"key": f"m/{OLD}/v.m3u8"}]},
         "subtitles": [{"key": f"m/{OLD}/subs/0-en.vtt", "size": 1}],
+        "thumbnails": {
+            "track": f"m/{OLD}/thumbnails/thumbnails.vtt",
+            "objects": [{"key": f"m/{OLD}/thumbnails/0.jpg", "size": 9, "sha256": "t"}],
+        },
         "job": {"id": "x", "attempt": 3},
         "note": f"not a key: {OLD}",
     }
@@ -36,6 +40,11 @@ def test_every_key_moves_to_the_new_prefix_and_the_digests_stay() -> None:
     assert copy["hls"]["master"] == f"m/{NEW}/master.m3u8"
     assert copy["hls"]["playlists"] == [{"key": f"m/{NEW}/v.m3u8"}]
     assert copy["subtitles"] == [{"key": f"m/{NEW}/subs/0-en.vtt", "size": 1}]
+    # The thumbnails' track names its sheets relatively: the byte copies stay valid.
+    assert copy["thumbnails"] == {
+        "track": f"m/{NEW}/thumbnails/thumbnails.vtt",
+        "objects": [{"key": f"m/{NEW}/thumbnails/0.jpg", "size": 9, "sha256": "t"}],
+    }
     assert copy["source"] == {"size": 10, "content_probe": "sha256:p"}
     assert copy["job"]["attempt"] == 1 and copy["job"]["id"] != "x"
     assert copy["note"] == f"not a key: {OLD}"  # only values that are keys move

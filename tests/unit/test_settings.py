@@ -139,6 +139,8 @@ def test_every_design_variable_is_a_setting() -> None:
         ("MIRROR_VIDEO_CODEC", "h265", "MIRROR_VIDEO_CODEC"),
         ("MIRROR_AUDIO_CODEC", "opus", "MIRROR_AUDIO_CODEC"),
         ("MIRROR_OUTPUT_FORMAT", "dash", "MIRROR_OUTPUT_FORMAT"),
+        ("MIRROR_THUMBNAILS", "sometimes", "MIRROR_THUMBNAILS"),
+        ("MIRROR_THUMBNAIL_INTERVAL", "0.5s", "MIRROR_THUMBNAIL_INTERVAL"),
         ("MIRROR_DATABASE_URL", "mysql://x", "MIRROR_DATABASE_URL"),
         ("MIRROR_JELLYFIN_URL", "jellyfin:8096", "MIRROR_JELLYFIN_URL"),
     ],
@@ -220,3 +222,15 @@ def test_durations_print_short(seconds: float, text: str) -> None:
     from mirror.domain.durations import format_duration
 
     assert format_duration(seconds) == text
+
+
+def test_thumbnails_are_on_every_10_s_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mirror.wiring import transcode_options
+
+    defaults = load_settings()
+    assert (defaults.thumbnails, defaults.thumbnail_interval) == (True, 10.0)
+    assert transcode_options(defaults).thumbnail_interval_s == 10.0
+    monkeypatch.setenv("MIRROR_THUMBNAIL_INTERVAL", "1m")
+    assert transcode_options(load_settings()).thumbnail_interval_s == 60.0
+    monkeypatch.setenv("MIRROR_THUMBNAILS", "false")
+    assert transcode_options(load_settings()).thumbnail_interval_s is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mirror.domain.naming import audio_file_name
-from mirror.s3.storage import audio_key, video_key
+from mirror.domain.objects import audio_key, video_key
 
 ITEM = "0123456789abcdef0123456789abcdef"
 

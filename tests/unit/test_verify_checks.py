@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,9 +13,11 @@ from mirror.converge.verify import (
     check_object,
     expected_objects,
     item_verdict,
+    verify_jobs,
 )
-from mirror.db.records import JobRecord
+from mirror.domain.jobs import JobRecord
 from mirror.domain.manifest import build_manifest, encode_manifest
+from mirror.domain.thumbnails import ThumbnailGrid, thumbnails_json
 
 ITEM = "b" * 32
 EXPECTED = {"key": f"p/{ITEM}/video.mp4", "size": 10, "sha256": "ab" * 32}
@@ -89,3 +92,45 @@ def test_manifest_missing_unreadable_differing_or_matching() -> None:
     other = check_manifest(record, manifest({**EXPECTED, "sha256": "ff" * 32}))
     assert other is not None and other.verdict is Verdict.MANIFEST_MISMATCH
     assert "sha256" in other.detail
+
+
+def test_verify_checks_the_thumbnails_the_manifest_lists() -> None:
+    sheet, track = f"p/{ITEM}/thumbnails/0.jpg", f"p/{ITEM}/thumbnails/thumbnails.vtt"
+    grid = ThumbnailGrid(interval_s=10, width=320, height=180, count=1)
+    objects = [{"key": sheet, "size": 7, "sha256": "aa" * 32}, {"key": track, "size": 3}]
+    body = encode_manifest(
+        build_manifest(
+            item_id=ITEM, name="x", source=None, video=EXPECTED, audio=[], job_id=uuid.uuid4(),
+            attempt=1, mirrored_at=NOW, mirror_version="0", ffmpeg_version=None,
+            thumbnails=thumbnails_json(grid, track, "ffmpeg", objects),
+        )
+    )  # fmt: skip
+    record = job()
+
+    class Bucket:
+        def __init__(self, sizes: dict[str, int]) -> None:
+            self.sizes = sizes
+
+        def iter_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
+            return iter(self.sizes.items())
+
+        def get_bytes(self, key: str) -> bytes | None:
+            return body if key == record.manifest_key else None
+
+        def sha256_of(self, key: str, on_bytes: Any = None) -> str | None:
+            return "bb" * 32 if key == sheet else EXPECTED["sha256"]
+
+    assert record.manifest_key is not None
+    whole = {EXPECTED["key"]: 10, record.manifest_key: len(body), sheet: 7, track: 3}
+    prefix = lambda item: f"p/{item}/"  # noqa: E731
+    report = verify_jobs([record], Bucket(whole), sizes=None, item_prefix=prefix)
+    assert report.ok and {c.key for c in report.checks} >= {sheet, track}
+    without_sheet = {k: v for k, v in whole.items() if k != sheet}
+    report = verify_jobs([record], Bucket(without_sheet), sizes=None, item_prefix=prefix)
+    assert [(c.key, c.verdict) for c in report.checks if c.verdict is not Verdict.OK] == [
+        (sheet, Verdict.MISSING)
+    ]
+    report = verify_jobs([record], Bucket(whole), sizes=None, item_prefix=prefix, deep=True)
+    assert [(c.key, c.verdict) for c in report.checks if c.verdict is not Verdict.OK] == [
+        (sheet, Verdict.CHECKSUM_MISMATCH)
+    ]

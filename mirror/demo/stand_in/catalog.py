@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mirror.demo.stand_in.search import search_by_name
+from mirror.demo.stand_in.trickplay import Trickplay
 from mirror.domain.item import MediaStream
 
 TICKS_PER_SECOND = 10_000_000
@@ -231,6 +232,7 @@ class CatalogItem:
     # None: Size and ETag follow the live file (a server that rescans every change at
     # once); set by `Catalog.scan`: what the database holds until the next scan.
     scanned: ScannedFile | None = None
+    trickplay: Trickplay | None = None  # the tiles Jellyfin's trickplay task made
 
     @property
     def sort_name(self) -> str:
@@ -342,6 +344,14 @@ class CatalogItem:
         except OSError:
             return None
 
+    def _trickplay(self) -> dict[str, Any] | None:
+        """Jellyfin fills Trickplay for videos only: `{}` when no tiles were made."""
+        if self.is_folder or self.location_type == "Virtual":
+            return None
+        if self.trickplay is None:
+            return {}
+        return {self.id: {str(self.trickplay.width): self.trickplay.info_json()}}
+
     def to_json(self, fields: Iterable[str], server_id: str) -> dict[str, Any]:
         """A `BaseItemDto`; Path, MediaSources, MediaStreams only when asked for."""
         wanted = {name.strip().lower() for name in fields}
@@ -371,6 +381,7 @@ class CatalogItem:
             "VideoType": None if self.is_folder else self.video_type,
             "LocationType": self.location_type,
             "MediaType": "Unknown" if self.is_folder else "Video",
+            "Trickplay": self._trickplay() if "trickplay" in wanted else None,
             **self.extra,
         }
         return _without_nulls(data)
@@ -423,6 +434,7 @@ class Catalog:
         parent_id: str | None = None,
         strm_target: str | None = None,
         strm_remote: bool = True,
+        trickplay: Trickplay | None = None,
     ) -> str:
         if item_id is None:
             new_id = uuid.uuid4().hex
@@ -459,6 +471,7 @@ class Catalog:
             parent_id=parent_id,
             strm_target=strm_target,
             strm_remote=strm_remote,
+            trickplay=trickplay,
         )
         with self._lock:
             self._items[new_id] = item

@@ -251,6 +251,8 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             self._answer_download(parts[1])
         elif len(parts) == 6 and parts[0] == "videos" and parts[3] == "subtitles":
             self._answer_subtitle(parts[1], parts[4], parts[5])
+        elif len(parts) == 5 and parts[0] == "videos" and parts[2] == "trickplay":
+            self._answer_trickplay(parts[1], parts[3], parts[4], query.get("mediasourceid"))
         elif len(parts) == 2 and parts[0] == "items":
             # With an API key and no userId, Jellyfin looks up user Guid.Empty: 400.
             self._send_text(400, "Error processing request.")
@@ -287,6 +289,27 @@ class JellyfinHandler(BaseHTTPRequestHandler):
             self._send_text(500, "Error processing request.")
             return
         self._send_body(200, result.stdout, content_type="text/vtt; charset=utf-8")
+
+    def _answer_trickplay(
+        self, raw_id: str, raw_width: str, name: str, media_source_id: str | None
+    ) -> None:
+        """`/Videos/{id}/Trickplay/{width}/{index}.jpg` and `.../tiles.m3u8`: the item is
+        looked up by `mediaSourceId`, else its id; 404 without tiles of that width or
+        without that sheet's file (mirror.demo.stand_in.trickplay)."""
+        item_id = parse_guid(media_source_id or raw_id)
+        item = self.state.catalog.item(item_id) if item_id else None
+        tiles = item.trickplay if item is not None else None
+        if item is None or tiles is None or raw_width != str(tiles.width):
+            self._send_not_found()
+        elif name == "tiles.m3u8":
+            body = tiles.playlist(item.id, self.state.api_key).encode()
+            self._send_body(200, body, content_type="application/x-mpegURL")
+        elif (
+            name.endswith(".jpg") and name[:-4].isdigit() and (sheet := tiles.tile(int(name[:-4])))
+        ):
+            self._send_body(200, sheet.read_bytes(), content_type="image/jpeg")
+        else:
+            self._send_not_found()
 
     def _public_info(self) -> dict[str, Any]:
         return {

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from mirror.demo.stand_in.catalog import Catalog, Sidecar
+from mirror.demo.stand_in.catalog import Catalog
 from mirror.demo.stand_in.handler import (
     Cut,
     DownloadSpan,
@@ -35,7 +35,7 @@ from mirror.demo.stand_in.versions import strm_is_remote, strm_protocol
 from mirror.demo.stand_in.webhook import WebhookPlugin
 from mirror.domain.item import MediaStream
 
-__all__ = ["DownloadSpan", "JellyfinStandIn", "RequestRecord", "Sidecar", "most_at_once"]
+__all__ = ["JellyfinStandIn", "most_at_once"]
 
 
 class JellyfinStandIn:

@@ -65,3 +65,76 @@ if (engine === "hls.js") {
 }
 audioSelect.addEventListener("change", () => player.setAudio(Number(audioSelect.value)));
 subtitleSelect.addEventListener("change", () => player.setSubtitle(Number(subtitleSelect.value)));
+
+// Scrubbing thumbnails: the item's WebVTT thumbnails track (cues `<sheet URL>#xywh=x,y,w,h`,
+// sheets presigned by `mirror serve`); hovering the seek bar shows the thumbnail of the
+// time under the pointer, a click seeks there. No track (404): no seek bar.
+const seek = document.getElementById("seek");
+const played = document.getElementById("seek-played");
+const thumbnail = document.getElementById("thumbnail");
+const thumbnailTime = document.getElementById("thumbnail-time");
+let cues = [];
+
+function seconds(stamp) {
+  const parts = stamp.split(":").map(Number);
+  return parts.reduce((total, part) => total * 60 + part, 0);
+}
+
+function parseThumbnails(text) {
+  const found = [];
+  for (const block of text.replace(/\r/g, "").split(/\n\n+/)) {
+    const lines = block.split("\n");
+    const at = lines.findIndex((line) => line.includes("-->"));
+    if (at < 0 || !lines[at + 1]) continue;
+    const [start, end] = lines[at].split("-->").map((s) => seconds(s.trim()));
+    const hash = lines[at + 1].lastIndexOf("#xywh=");
+    if (hash < 0) continue;
+    const [x, y, w, h] = lines[at + 1].slice(hash + 6).split(",").map(Number);
+    found.push({ start, end, url: lines[at + 1].slice(0, hash), x, y, w, h });
+  }
+  return found;
+}
+
+function clock(t) {
+  const s = Math.floor(t % 60).toString().padStart(2, "0");
+  const m = Math.floor(t / 60) % 60;
+  const h = Math.floor(t / 3600);
+  return (h ? h + ":" + String(m).padStart(2, "0") : String(m)) + ":" + s;
+}
+
+// The cue showing at `t` seconds (the last one for times past the end), or null.
+player.thumbnailAt = (t) => cues.find((c) => t >= c.start && t < c.end) || (cues.length && t >= cues[cues.length - 1].start ? cues[cues.length - 1] : null);
+player.thumbnails = () => cues.length;
+
+function timeAt(event) {
+  const box = seek.getBoundingClientRect();
+  const fraction = Math.min(1, Math.max(0, (event.clientX - box.left) / box.width));
+  const duration = Number.isFinite(video.duration) ? video.duration : (cues.length ? cues[cues.length - 1].end : 0);
+  return { fraction, time: fraction * duration };
+}
+
+seek.addEventListener("mousemove", (event) => {
+  const { fraction, time } = timeAt(event);
+  const cue = player.thumbnailAt(time);
+  if (!cue) { thumbnail.hidden = true; return; }
+  thumbnail.style.width = cue.w + "px";
+  thumbnail.style.height = cue.h + "px";
+  thumbnail.style.backgroundImage = 'url("' + cue.url.replace(/"/g, "%22") + '")';
+  thumbnail.style.backgroundPosition = -cue.x + "px " + -cue.y + "px";
+  thumbnail.style.left = fraction * 100 + "%";
+  thumbnailTime.textContent = clock(time);
+  thumbnail.hidden = false;
+});
+seek.addEventListener("mouseleave", () => { thumbnail.hidden = true; });
+seek.addEventListener("click", (event) => { video.currentTime = timeAt(event).time; });
+video.addEventListener("timeupdate", () => {
+  if (video.duration) played.style.width = (100 * video.currentTime) / video.duration + "%";
+});
+
+fetch(master.replace(/master\.m3u8$/, "thumbnails/thumbnails.vtt"))
+  .then((response) => (response.ok ? response.text() : ""))
+  .then((text) => {
+    cues = text ? parseThumbnails(text) : [];
+    seek.hidden = cues.length === 0;
+  })
+  .catch(() => { seek.hidden = true; });
