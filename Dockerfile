@@ -7,8 +7,11 @@ FROM python:3.11-slim
 # Debian's ffmpeg: mirror runs the ffmpeg on PATH before imageio-ffmpeg's bundled build,
 # and Debian's has the distribution's codecs and hardware support. tzdata: the zones a
 # `TZ=Europe/Berlin` names, the local time of MIRROR_ACTIVE_HOURS (without it: UTC).
+# GPU_PACKAGES: hardware encoders' user-space drivers, added by the compose overrides
+# (docker-compose.gpu-dri.yml: VAAPI and QSV drivers); none by default.
+ARG GPU_PACKAGES=""
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ffmpeg tzdata \
+    && apt-get install -y --no-install-recommends ffmpeg tzdata ${GPU_PACKAGES} \
     && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONUNBUFFERED=1 \

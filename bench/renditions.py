@@ -76,7 +76,7 @@ def _rung_alone(ladder: TranscodePlan, position: int, ffmpeg: str) -> list[str]:
     )
     argv[argv.index("-force_key_frames") + 1] = keyframes
     extra: list[str] = []
-    for name, value in aligned_keyframe_options().items():
+    for name, value in aligned_keyframe_options("libx264").items():
         extra += [f"-{name}", str(value)]
     extra += ["-maxrate", f"{rung.maxrate_kbps}k", "-bufsize", f"{2 * (rung.maxrate_kbps or 0)}k"]
     return [*argv[:-1], *extra, argv[-1]]

@@ -36,6 +36,7 @@ from mirror.domain.durations import (
 from mirror.domain.errors import ConfigError
 from mirror.domain.redact import hide_url_password, register_secrets, url_password
 from mirror.domain.renditions import DEFAULT_RENDITIONS, parse_renditions
+from mirror.transcode.encoders import VideoEncoderSetting
 from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
@@ -189,10 +190,17 @@ class Settings(BaseSettings):
     s3_part_size: Size = 16 * 1024 * 1024
 
     video_codec: VideoCodecSetting = "auto"
+    # Which H.264 encoder re-encodes: `auto` probes the GPU at worker start (a test
+    # encode), else libx264; or libx264, h264_vaapi, h264_qsv, h264_nvenc.
+    video_encoder: VideoEncoderSetting = "auto"
     audio_codec: AudioCodecSetting = "auto"
     x264_preset: Literal[X264_PRESETS] = "veryfast"  # type: ignore[valid-type]
     x264_crf: int = Field(default=23, ge=0, le=51)
     audio_bitrate: str = Field(default="160k", pattern=r"^\d+(\.\d+)?[kKmM]?$")
+    # A stereo AAC track beside each multichannel one: centre-weighted (dialogue audible),
+    # normalised to MIRROR_STEREO_LOUDNESS (LUFS integrated, EBU R128's -23 by default).
+    stereo_track: bool = True
+    stereo_loudness: float = Field(default=-23.0, ge=-70.0, le=-5.0)
     # hls: fragmented MP4 + playlists + WebVTT subtitles; mp4: faststart files only.
     output_format: OutputFormat = "hls"
     # Scrubbing thumbnails (sprite sheets + a WebVTT track under `thumbnails/`), one per

@@ -191,6 +191,9 @@ def detail_rows(record: JobRecord, now: datetime | None = None) -> list[tuple[st
     ]
     if record.worker_id:
         rows.append(("worker", record.worker_id))
+    encoder = (record.heartbeat_data or {}).get("encoder")
+    if encoder:  # the worker's video encoder (MIRROR_VIDEO_ENCODER), named in its beats
+        rows.append(("encoder", str(encoder)))
     if record.taken_at:
         rows.append(("taken", record.taken_at.isoformat()))
     if record.heartbeat_at:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from mirror.s3.bucket import Bucket
     from mirror.s3.links import ObjectLink
     from mirror.s3.storage import S3Storage
+    from mirror.transcode.encoder_probe import EncoderChoice
 
 # Connections a worker keeps open while idle; more open under load and close when done.
 WORKER_IDLE_CONNECTIONS = 1
@@ -275,11 +276,14 @@ def download_gate(settings: Settings, engine: Engine | None = None) -> DownloadG
     )
 
 
-def transcode_options(settings: Settings) -> TranscodeOptions:
+def transcode_options(settings: Settings, encoder: EncoderChoice | None = None) -> TranscodeOptions:
+    """The transcode settings; `encoder`: the worker's probed video encoder (else libx264)."""
     from mirror.pipeline.steps import TranscodeOptions
     from mirror.transcode import find_ffmpeg
 
     return TranscodeOptions(
+        video_encoder=encoder.encoder if encoder else "libx264",
+        encoder_device=encoder.device if encoder else None,
         ffmpeg_path=find_ffmpeg(settings.ffmpeg_path),
         video_codec=settings.video_codec,
         audio_codec=settings.audio_codec,
@@ -287,9 +291,20 @@ def transcode_options(settings: Settings) -> TranscodeOptions:
         x264_crf=settings.x264_crf,
         audio_bitrate=settings.audio_bitrate,
         output_format=settings.output_format,
+        stereo_loudness=settings.stereo_loudness if settings.stereo_track else None,
         thumbnail_interval_s=settings.thumbnail_interval if settings.thumbnails else None,
         renditions=settings.renditions,
     )
+
+
+def video_encoder(settings: Settings) -> EncoderChoice:
+    """MIRROR_VIDEO_ENCODER for this worker, `auto` probed once (logged once)."""
+    from mirror.transcode import find_ffmpeg
+    from mirror.transcode.encoder_probe import choose_video_encoder
+
+    choice = choose_video_encoder(settings.video_encoder, find_ffmpeg(settings.ffmpeg_path))
+    get_logger("mirror.worker").info("video encoder: %s", choice.describe())
+    return choice
 
 
 def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worker:
@@ -302,10 +317,13 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
     from mirror.runner.worker import WorkerConfig
 
     concurrency = worker_concurrency(settings, concurrency)
-    options = transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
+    transcode_options(settings)  # fails fast on a bad MIRROR_FFMPEG_PATH
     media = jellyfin_client(settings)
     store = s3_storage(settings)
     engine = database_engine(settings, concurrency=concurrency)
+    # Probed (and logged) once the other adapters' settings passed: their errors first.
+    encoder = video_encoder(settings)
+    options = transcode_options(settings, encoder)
     repo = JobRepository(engine)
     history = AttemptLog(engine)
     pipeline = MirrorPipeline(
@@ -324,6 +342,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         stall_timeout=settings.stall_timeout,
         stale_timeout=settings.stale_timeout,
         retry_backoff=settings.retry_backoff,
+        encoder=encoder.encoder,
     )
     problem = fast_path_problem()
     if problem is not None:
@@ -340,6 +359,7 @@ def build_worker(settings: Settings, *, concurrency: int | None = None) -> Worke
         shutdown_grace=settings.shutdown_grace,
         work_dir=settings.work_dir,
         active_hours=settings.active_windows,
+        encoder=encoder.encoder,
     )
     # Behind PgBouncer's transaction pooling LISTEN would hear nothing (the next statement
     # runs on another server connection): the claim loop polls every MIRROR_POLL_INTERVAL.

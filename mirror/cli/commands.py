@@ -168,6 +168,9 @@ def worker(
     Claims nothing while the fleet is paused or draining (`mirror pause`), nor outside
     MIRROR_ACTIVE_HOURS (e.g. 01:00-07:00, the worker's local time: TZ), where its
     running jobs finish.
+
+    Re-encodes with MIRROR_VIDEO_ENCODER (auto: a GPU's encoder when its test encode at
+    start passes, else libx264); the start-up line and every heartbeat name it.
     """
     limit_malloc_arenas()  # before any thread of ours allocates
     config = settings()

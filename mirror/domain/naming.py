@@ -22,6 +22,12 @@ def audio_file_name(stream_index: int, language: str | None) -> str:
     return f"{stream_index}-{sanitize_language(language)}.m4a"
 
 
+def stereo_file_name(stream_index: int, language: str | None) -> str:
+    """`<index>-<lang>-stereo.m4a`: the stereo track made beside the multichannel track
+    `<index>-<lang>.m4a` (MIRROR_STEREO_TRACK)."""
+    return f"{stream_index}-{sanitize_language(language)}-stereo.m4a"
+
+
 def subtitle_file_name(stream_index: int, language: str | None) -> str:
     """`<index>-<lang>.vtt`, like the audio tracks."""
     return f"{stream_index}-{sanitize_language(language)}.vtt"

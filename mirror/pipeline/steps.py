@@ -19,7 +19,7 @@ from mirror.domain.errors import PermanentError
 from mirror.domain.item import ItemTitle, MediaItem, ServedFile
 from mirror.domain.jobs import Fence, Lease, Mirrored
 from mirror.domain.manifest import MANIFEST_CONTENT_TYPE, build_manifest, encode_manifest
-from mirror.domain.objects import FileDigest, Upload, audio_key, manifest_key, output_key
+from mirror.domain.objects import FileDigest, Upload, manifest_key, output_key
 from mirror.domain.progress import AbortSignal, ProgressCallback, abortably
 from mirror.domain.renditions import DEFAULT_RENDITIONS
 from mirror.domain.sources import require_media_file, require_probed
@@ -53,6 +53,7 @@ from mirror.transcode import (
     run_transcode,
     verify_outputs,
 )
+from mirror.transcode.encoders import VideoEncoder
 from mirror.transcode.feed import FeedSource
 from mirror.transcode.moov_first import MoovFirstFeed, moov_first_feed, probe_moov_first
 from mirror.transcode.streamable import HEAD_BYTES, bytes_before_probe
@@ -148,6 +149,12 @@ class TranscodeOptions:
     x264_crf: int = 23
     audio_bitrate: str = "160k"
     output_format: OutputFormat = "hls"  # MIRROR_OUTPUT_FORMAT: `hls` adds playlists and subtitles
+    # MIRROR_STEREO_TRACK / MIRROR_STEREO_LOUDNESS: a stereo track beside each multichannel
+    # one, at this integrated loudness (LUFS); None: none.
+    stereo_loudness: float | None = -23.0
+    # The H.264 encoder of a re-encode and its device (mirror.transcode.encoder_probe).
+    video_encoder: VideoEncoder = "libx264"
+    encoder_device: str | None = None
     # MIRROR_THUMBNAILS / MIRROR_THUMBNAIL_INTERVAL: a scrubbing thumbnail every that many
     # seconds, tiled in the same run (None: no thumbnails).
     thumbnail_interval_s: float | None = None
@@ -199,9 +206,9 @@ class MirrorPipeline:
             with BackgroundCall(download, stop, name="download") as downloading:
                 # Map from the file itself (Jellyfin numbers sidecars first), check its list.
                 plan, fed = self._plan_from_file(item, workspace.file("out"), growing, stop)
-                uploads, audio_entries = self._uploads(lease.job.item_id, plan)
+                uploads, audio_entries, stereo = self._uploads(lease.job.item_id, plan)
                 # A killed attempt's unfinished uploads of these keys go before ours begin.
-                keys = [upload.key for upload in uploads]
+                keys = [upload.key for upload in [*uploads, *stereo]]
                 abortably(stop, lambda: self.store.abort_stale_multipart_uploads(keys))
                 # Fragmented outputs go up while ffmpeg writes them; nothing visible yet.
                 with self.store.stream_files(
@@ -230,11 +237,12 @@ class MirrorPipeline:
                     # Nothing becomes visible unless every output holds what the plan says.
                     verified = verify_outputs(plan, self.transcode.ffmpeg_path)
                     # Thumbnails' sheets and track, then (hls) subtitles and playlists,
-                    # the master last, from the files' fragments.
+                    # the master last, from the files' fragments; the stereo tracks first
+                    # (made after ffmpeg's main run).
                     thumbnails = copied or made_thumbnails(
                         plan, self.s3_prefix, lease.job.item_id, verified.video.duration_s
                     )
-                    extra: list[Upload] = []
+                    extra: list[Upload] = list(stereo)
                     hls_key, subtitles = self._package(lease.job.item_id, plan, verified, extra)
                     if thumbnails is not None and hls_key is not None:  # extra[-1]: master
                         thumbnails = link_image_stream(thumbnails, extra[-1])
@@ -389,6 +397,9 @@ class MirrorPipeline:
             x264_crf=options.x264_crf,
             audio_bitrate=options.audio_bitrate,
             output_format="hls" if options.output_format == "hls" else "mp4",
+            stereo_loudness=options.stereo_loudness,
+            video_encoder=options.video_encoder,
+            encoder_device=options.encoder_device,
             # None when Jellyfin's own tiles were copied (item.trickplay kept only then).
             thumbnail_interval_s=None if item.trickplay else options.thumbnail_interval_s,
             renditions=options.renditions,
@@ -447,9 +458,10 @@ class MirrorPipeline:
 
     def _uploads(
         self, item_id: str, plan: TranscodePlan
-    ) -> tuple[list[Upload], list[dict[str, Any]]]:
+    ) -> tuple[list[Upload], list[dict[str, Any]], list[Upload]]:
         """The video renditions first (the source's leads), then one upload and one
-        `audio_keys` entry per audio track."""
+        `audio_keys` entry per audio track; the stereo tracks apart, as they are made
+        after ffmpeg's main run."""
         uploads = [
             Upload(
                 video.path,
@@ -459,9 +471,12 @@ class MirrorPipeline:
             for video in plan.videos
         ]
         entries: list[dict[str, Any]] = []
+        stereo: list[Upload] = []
         for audio in plan.audio:
-            key = audio_key(self.s3_prefix, item_id, audio.stream_index, audio.language)
-            uploads.append(Upload(audio.path, key, audio.content_type))
+            key = output_key(self.s3_prefix, item_id, audio.relative_path)
+            (uploads if audio.downmix is None else stereo).append(
+                Upload(audio.path, key, audio.content_type)
+            )
             entries.append(
                 {
                     "key": key,
@@ -471,7 +486,7 @@ class MirrorPipeline:
                     "codec": audio.source_codec if audio.codec == "copy" else audio.codec,
                 }
             )
-        return uploads, entries
+        return uploads, entries, stereo
 
 
 def _video_json(

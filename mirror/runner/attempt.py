@@ -93,6 +93,8 @@ class AttemptPolicy:
     stall_timeout: float
     stale_timeout: float
     retry_backoff: float
+    # The worker's video encoder (MIRROR_VIDEO_ENCODER as probed), in every heartbeat.
+    encoder: str | None = None
 
     @property
     def lease_timeout(self) -> float:
@@ -127,6 +129,7 @@ def run_attempt(
         abort=abort,
         attempt=lease.job.attempts,
         log=log,
+        encoder=policy.encoder,
     )
     error: BaseException | None = None
     try:

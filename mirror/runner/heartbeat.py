@@ -59,6 +59,7 @@ class Heartbeat:
         clock: Clock = time.monotonic,
         attempt: int | None = None,
         log: logging.LoggerAdapter[logging.Logger] | None = None,
+        encoder: str | None = None,
     ) -> None:
         self.queue = queue
         self.job_id = job_id
@@ -69,6 +70,7 @@ class Heartbeat:
         self.abort = abort if abort is not None else AbortSignal()
         self.clock = clock
         self.attempt = attempt
+        self.encoder = encoder  # the worker's video encoder, named in heartbeat_data
         self.log = log
         self.writes = 0  # successful writes, for tests and metrics
 
@@ -269,4 +271,6 @@ class Heartbeat:
         data = progress.to_json()
         if self.attempt is not None:
             data["attempt"] = self.attempt
+        if self.encoder is not None:
+            data["encoder"] = self.encoder
         return data

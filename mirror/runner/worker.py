@@ -73,6 +73,8 @@ class WorkerConfig:
     abort_wait: float = 10.0
     # MIRROR_ACTIVE_HOURS: outside them no claims, running jobs finish. Empty: always.
     active_hours: ActiveHours = field(default_factory=ActiveHours)
+    # The video encoder its jobs re-encode with (MIRROR_VIDEO_ENCODER as probed).
+    encoder: str = "libx264"
 
 
 @dataclass
@@ -111,10 +113,11 @@ class Worker:
     def run(self, *, burst: bool = False) -> None:
         """Work until stopped (or, with `burst`, until nothing is claimable or running)."""
         log.info(
-            "worker %s started: concurrency=%d burst=%s",
+            "worker %s started: concurrency=%d burst=%s encoder=%s",
             self.config.name,
             self.config.concurrency,
             burst,
+            self.config.encoder,
         )
         listener = self._start_listener()
         self._clean_up_workspaces()

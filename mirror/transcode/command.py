@@ -7,11 +7,14 @@ stderr (which then carries the reason when the run fails).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ffmpeg
 
+from mirror.transcode.downmix import Loudness, downmix_filters, normalise_filters
+from mirror.transcode.encoders import EncoderOptions, VideoEncoder, VideoQuality, encoder_options
 from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.thumbnails import JPEG_QUALITY, ThumbnailOutput
 
@@ -85,7 +88,12 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = F
         outputs = _ladder_outputs(source, plan, fragmented)
     else:
         outputs = [_video_output(source, plan.video, fragmented)]
-    outputs += [_audio_output(source, track, fragmented) for track in plan.audio]
+    for track in plan.audio:
+        if track.downmix is None:
+            chain = audio_filters(track)
+            outputs.append(_audio_output(source[track.specifier], track, fragmented, chain))
+        else:  # the stereo track's downmix; the track itself is made after this run
+            outputs.append(_downmix_output(source, track))
     # Text subtitles of the file become WebVTT in the same run (sidecars come from Jellyfin).
     outputs += [
         ffmpeg.output(source[sub.specifier], file_argument(sub.path), format="webvtt")
@@ -93,10 +101,26 @@ def build_command(plan: TranscodePlan, ffmpeg_path: str, *, from_stdin: bool = F
         if sub.specifier is not None
     ]
     graph = ffmpeg.merge_outputs(*outputs)
-    command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS])
+    # An encoder's device (VAAPI) is opened before the input.
+    encoded = next((video for video in plan.videos if video.codec != "copy"), None)
+    device = () if encoded is None else _encoder_options(encoded).global_options
+    command: list[str] = ffmpeg.compile(graph, cmd=[ffmpeg_path, *GLOBAL_OPTIONS, *device])
     if thumbnails is not None:  # last: `-progress` counts the first video output's frames
         command += thumbnail_arguments(plan.video.specifier, thumbnails)
     return command
+
+
+def _encoder_options(video: VideoOutput, filters: Sequence[str] | None = None) -> EncoderOptions:
+    """The encoder's options for `video`, on `filters` (default: the video's picture
+    filters); a rung's peak rate (MIRROR_RENDITIONS) caps it, with a 2 s buffer."""
+    encoder = cast(VideoEncoder, video.codec)
+    quality = VideoQuality(
+        preset=video.preset or "veryfast",
+        crf=23 if video.crf is None else video.crf,
+        max_bitrate=None if video.maxrate_kbps is None else video.maxrate_kbps * 1000,
+    )
+    chain = video.filters if filters is None else filters
+    return encoder_options(encoder, quality, chain, device=video.device)
 
 
 def thumbnail_arguments(specifier: str, thumbnails: ThumbnailOutput) -> list[str]:
@@ -133,11 +157,10 @@ def _video_output(source: Any, video: VideoOutput, fragmented: bool) -> Any:
     # position among the file's video streams, which no sidecar numbering can shift.
     options: dict[str, Any] = {**_output_options(fragmented), "c:v": video.codec}
     if video.codec != "copy":
-        # yuv420p: 10-bit or 4:4:4 sources would otherwise give H.264 that browsers refuse.
-        options.update({"preset": video.preset, "crf": video.crf, "pix_fmt": "yuv420p"})
-        # The filters leave BT.709 (converted or tone-mapped) and tag the frames so.
-        if video.filters:
-            options["vf"] = ",".join(video.filters)
+        # 8-bit 4:2:0 (yuv420p / nv12): 10-bit or 4:4:4 sources would otherwise give H.264
+        # that browsers refuse. The filters leave BT.709 (converted or tone-mapped) and tag
+        # the frames so; the encoder adds its hand-over (mirror.transcode.encoders).
+        options.update(_encoder_options(video).output_with_filters())
         if fragmented:
             options["force_key_frames"] = f"expr:gte(t,n_forced*{FRAGMENT_S})"
     if fragmented:
@@ -178,18 +201,18 @@ def _ladder_outputs(source: Any, plan: TranscodePlan, fragmented: bool) -> list[
             to_rung = scaled
         feeds.append((rung, to_rung))
     for video, frames in feeds:
+        # The picture filters ran once above the split; each branch ends with the
+        # encoder's own hand-over (hardware upload, pixel format) and its options.
+        encoder = _encoder_options(video, filters=())
+        for chain_filter in encoder.filters:
+            name, args, kwargs = filter_parts(chain_filter)
+            frames = frames.filter(name, *args, **kwargs)
         options: dict[str, Any] = {
             **_output_options(fragmented),
-            "c:v": video.codec,
-            "preset": video.preset,
-            "crf": video.crf,
-            "pix_fmt": "yuv420p",
+            **encoder.output,
             "force_key_frames": keyframes,
-            **aligned_keyframe_options(),
+            **aligned_keyframe_options(video.codec),
         }
-        if video.maxrate_kbps is not None:
-            # A peak the player can count on when it picks this rung by BANDWIDTH.
-            options.update(maxrate=f"{video.maxrate_kbps}k", bufsize=f"{2 * video.maxrate_kbps}k")
         if fragmented:
             options["min_frag_duration"] = _MIN_VIDEO_FRAGMENT_US
             options["movflags"] = _VIDEO_MOVFLAGS
@@ -203,12 +226,12 @@ def _branches(frames: Any, count: int) -> list[Any]:
     return [split.stream(position) for position in range(count)]
 
 
-def aligned_keyframe_options() -> dict[str, Any]:
-    """x264 options that leave keyframes to `-force_key_frames` alone, so the rungs'
-    fragments line up: no scene-cut keyframes of its own (each rung would cut at other
-    frames), and no GOP limit (250 frames) before a copied source's longer GOP ends.
-    Encoder-specific: other encoders name these otherwise (MIRROR_VIDEO_ENCODER)."""
-    return {"sc_threshold": 0, "g": 100_000}
+def aligned_keyframe_options(encoder: str) -> dict[str, Any]:
+    """Options that leave keyframes to `-force_key_frames` alone, so the rungs'
+    fragments line up: no GOP limit (250 frames) before a copied source's longer GOP
+    ends (`-g`, which every encoder reads), and for x264 no scene-cut keyframes of its
+    own (each rung would cut at other frames; NVENC and QSV add none by default)."""
+    return {"g": 100_000, **({"sc_threshold": 0} if encoder == "libx264" else {})}
 
 
 def filter_parts(chain_filter: str) -> tuple[str, list[str], dict[str, str]]:
@@ -226,7 +249,40 @@ def filter_parts(chain_filter: str) -> tuple[str, list[str], dict[str, str]]:
     return name, args, kwargs
 
 
-def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
+def build_stereo_command(
+    track: AudioOutput, measured: Loudness, ffmpeg_path: str, *, fragmented: bool
+) -> list[str]:
+    """The argv that encodes a stereo track from its downmix (written by the main run) at
+    its loudness target, as the other audio tracks are written (mirror.transcode.stereo)."""
+    assert track.downmix is not None
+    downmix = ffmpeg.input(file_argument(track.downmix.intermediate))
+    chain = ",".join(normalise_filters(track.downmix.loudness_lufs, measured))
+    output = _audio_output(downmix["a:0"], track, fragmented, chain)
+    command: list[str] = ffmpeg.compile(
+        output, cmd=[ffmpeg_path, *STEREO_GLOBAL_OPTIONS, "-loglevel", "error"]
+    )
+    return command
+
+
+# The stereo passes (mirror.transcode.stereo adds `-progress pipe:1` and the log level).
+STEREO_GLOBAL_OPTIONS: tuple[str, ...] = ("-nostdin", "-hide_banner", "-nostats", "-y")
+
+
+def _downmix_output(source: Any, track: AudioOutput) -> Any:
+    """The stereo track's centre-weighted downmix, lossless (FLAC, 24-bit): its loudness
+    is measured once the whole track exists, then it is encoded at the target."""
+    assert track.downmix is not None
+    timing = audio_filters(track, keep_channels=True)
+    chain = ",".join([*([timing] if timing else []), *downmix_filters()])
+    return ffmpeg.output(
+        source[track.specifier],
+        file_argument(track.downmix.intermediate),
+        format="flac",
+        **{"c:a": "flac", "sample_fmt": "s32", "af": chain, "map_metadata": "-1"},
+    )
+
+
+def _audio_output(stream: Any, track: AudioOutput, fragmented: bool, chain: str | None) -> Any:
     options: dict[str, Any] = {**_output_options(fragmented), "c:a": track.codec}
     if fragmented:
         options["frag_duration"] = _AUDIO_FRAGMENT_US
@@ -238,7 +294,7 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         # movenc's automatic aac_adtstoasc does not cover fragmented output (empty_moov):
         # "Malformed AAC bitstream". The filter passes raw AAC (MKV, MP4) through as is.
         options["bsf:a"] = "aac_adtstoasc"
-    if chain := audio_filters(track):
+    if chain:
         options["af"] = chain
     if track.channels is not None:
         options["ac"] = track.channels  # fold 7.1 down to 5.1; never set to upmix
@@ -249,10 +305,10 @@ def _audio_output(source: Any, track: AudioOutput, fragmented: bool) -> Any:
         options["metadata:s:a:0"] = f"language={track.language}"
     if track.title:
         options["metadata:s:a"] = f"title={track.title}"
-    return ffmpeg.output(source[track.specifier], file_argument(track.path), **options)
+    return ffmpeg.output(stream, file_argument(track.path), **options)
 
 
-def audio_filters(track: AudioOutput) -> str | None:
+def audio_filters(track: AudioOutput, *, keep_channels: bool = False) -> str | None:
     """The `-af` chain of a re-encoded track: it starts exactly where the video does, in a
     layout AAC has a configuration for.
 
@@ -260,12 +316,13 @@ def audio_filters(track: AudioOutput) -> str | None:
     that is 0, then `aresample` pads it with silence from 0 (a track that starts late in
     the source) or trims what comes before (one that starts early), and fills gaps in
     the source's timestamps the same way, so it never drifts from the picture.
+    `keep_channels`: no layout conversion (the downmix does its own).
     """
     if track.video_start_s is None:
         return None
     filters = [f"asetpts=PTS-{track.video_start_s:.6f}/TB"] if track.video_start_s else []
     filters.append("aresample=async=1:first_pts=0")
-    if track.layout is not None:
+    if track.layout is not None and not keep_channels:
         filters.append(f"aformat=channel_layouts={track.layout}")
     return ",".join(filters)
 

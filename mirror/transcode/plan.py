@@ -19,7 +19,7 @@ MIRROR_RENDITIONS beyond `source` (mirror.domain.renditions) make the video a la
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -31,9 +31,11 @@ from mirror.domain.naming import (
     VIDEO_FILE_NAME,
     audio_file_name,
     rendition_path,
+    stereo_file_name,
     subtitle_file_name,
 )
 from mirror.domain.renditions import DEFAULT_RENDITIONS, SOURCE, is_ladder, rungs_below
+from mirror.transcode.encoders import VideoEncoder
 from mirror.transcode.picture import dolby_vision_without_fallback, shows_as_is, video_filters
 from mirror.transcode.probe import ProbedFile
 from mirror.transcode.streams import FileStream, SkippedStream, select_streams
@@ -68,12 +70,15 @@ MAX_COPY_START_GAP_S = 0.010
 # verification then fails for good; neither `ffmpeg -i` nor Jellyfin tells the two
 # apart, so multichannel AAC is re-encoded into configuration 6 (audio encoding is cheap).
 MAX_COPIED_AAC_CHANNELS = 2
+# Where the stereo tracks' downmixes go (under the output dir, never uploaded).
+_DOWNMIX_DIR = "downmix"
 
 
 @dataclass(frozen=True, slots=True)
 class VideoOutput:
-    """A video-only MP4 (one rendition). `codec` is the value given to `-c:v` (`copy`
-    or `libx264`); a lower rung is always encoded, from the source's decoded frames."""
+    """A video-only MP4 (one rendition). `codec` is the value given to `-c:v`: `copy`, or
+    the H.264 encoder (mirror.transcode.encoders: libx264 or a hardware one); a lower rung
+    is always encoded, from the source's decoded frames."""
 
     path: Path
     relative_path: str  # POSIX path under the output directory, also the S3 key suffix
@@ -81,7 +86,7 @@ class VideoOutput:
     specifier: str  # `v:N`: its position among the file's video streams (cover art counts)
     codec: str
     source_codec: str | None
-    preset: str | None  # x264 settings, None when copying
+    preset: str | None  # x264 settings (every encoder's quality), None when copying
     crf: int | None
     # The re-encode's `-vf` chain (mirror.transcode.picture); empty when copying.
     filters: tuple[str, ...] = ()
@@ -94,6 +99,7 @@ class VideoOutput:
     rendition: str | None = None
     scale_height: int | None = None
     maxrate_kbps: int | None = None
+    device: str | None = None  # the encoder's device (VAAPI's render node), if it has one
 
     @property
     def expected_codec(self) -> str | None:
@@ -103,6 +109,17 @@ class VideoOutput:
     @property
     def content_type(self) -> str:
         return "video/mp4"
+
+
+@dataclass(frozen=True, slots=True)
+class StereoDownmix:
+    """How a stereo track beside a multichannel one is made (MIRROR_STEREO_TRACK): the
+    main run writes the centre-weighted downmix of the source track to `intermediate`
+    (lossless, never uploaded); after it, loudnorm measures that and the track is
+    encoded at `loudness_lufs` (mirror.transcode.stereo, mirror.transcode.downmix)."""
+
+    intermediate: Path
+    loudness_lufs: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +142,8 @@ class AudioOutput:
     # with silence (or trimmed) to start exactly there, so a track that starts late in
     # the source (or early) keeps its place against the picture. None: not re-encoded.
     video_start_s: float | None = None
+    # Set on the stereo track made beside a multichannel one (`<index>-<lang>-stereo.m4a`).
+    downmix: StereoDownmix | None = None
 
     @property
     def expected_codec(self) -> str | None:
@@ -219,6 +238,9 @@ def plan_transcode(
     audio_bitrate: str = "160k",
     probe: ProbedFile | None = None,
     output_format: OutputFormat = "mp4",
+    stereo_loudness: float | None = None,
+    video_encoder: VideoEncoder = "libx264",
+    encoder_device: str | None = None,
     thumbnail_interval_s: float | None = None,
     renditions: Sequence[str] = DEFAULT_RENDITIONS,
 ) -> TranscodePlan:
@@ -227,8 +249,11 @@ def plan_transcode(
     `probe` is the downloaded file as ffmpeg reads it: with it the streams are mapped
     from the file and checked against Jellyfin's list (see `select_streams`); without it
     (before the download) from Jellyfin's list alone. `renditions` (MIRROR_RENDITIONS,
-    checked) adds a re-encode per rung smaller than the source. `thumbnail_interval_s`:
-    also thumbnail sheets, one thumbnail per that many seconds (None: none).
+    checked) adds a re-encode per rung smaller than the source. `stereo_loudness` (LUFS;
+    None: no stereo tracks) adds a stereo track beside each multichannel one
+    (`with_stereo_tracks`). `video_encoder` (on `encoder_device`) re-encodes the video
+    and the rungs. `thumbnail_interval_s`: also thumbnail sheets, one thumbnail per that
+    many seconds (None: none).
     """
     selection = select_streams(item, probe, subtitles=output_format == "hls")
     ladder = is_ladder(renditions)
@@ -240,6 +265,8 @@ def plan_transcode(
         crf=x264_crf,
         rendition=SOURCE if ladder else None,
     )
+    if video.codec != "copy":
+        video = replace(video, codec=video_encoder, device=encoder_device)
     if video.codec != "copy" and dolby_vision_without_fallback(selection.video):
         raise PermanentError(
             f"item {item.id} ({item.name}) is Dolby Vision profile 5, which has no HDR10 or "
@@ -256,12 +283,19 @@ def plan_transcode(
         )
         for stream in selection.audio
     )
+    if stereo_loudness is not None:
+        channels = [stream.channels for stream in selection.audio]
+        video_start_s = selection.video.start_s or 0.0
+        audio = with_stereo_tracks(
+            audio, channels, work_dir, stereo_loudness, audio_bitrate, video_start_s
+        )
     duration_s = probe.duration_s if probe and probe.duration_s else item.duration_s
     rungs = (
         _plan_ladder(selection.video, work_dir, renditions, x264_preset, x264_crf)
         if ladder and not dolby_vision_without_fallback(selection.video)
         else ()
     )
+    rungs = tuple(replace(rung, codec=video_encoder, device=encoder_device) for rung in rungs)
     return TranscodePlan(
         source=source,
         output_dir=work_dir,
@@ -398,6 +432,51 @@ def _plan_audio(
         layout=AAC_LAYOUTS.get(channels or 0) if not copy else None,
         video_start_s=None if copy else video_start_s,
     )
+
+
+def with_stereo_tracks(
+    audio: tuple[AudioOutput, ...],
+    channels: Sequence[int | None],
+    work_dir: Path,
+    loudness_lufs: float,
+    bitrate: str,
+    video_start_s: float = 0.0,
+) -> tuple[AudioOutput, ...]:
+    """Each track of more than two `channels` (the source's, None: unknown) followed by a
+    stereo track made from it, starting where the video does (`video_start_s` on
+    ffmpeg's clock), even beside a copied track.
+
+    Every multichannel track gets one, not just the first: a viewer on a phone or a TV
+    without a surround receiver needs their language, or the commentary, in stereo too.
+    The stereo track of the track players start with (Jellyfin's default, else the first)
+    becomes the default instead (HLS: DEFAULT=YES), since every client plays stereo and
+    not all play 5.1; players that do can still pick the original by its CHANNELS.
+    """
+    lead = next((track for track in audio if track.is_default), audio[0] if audio else None)
+    result: list[AudioOutput] = []
+    for track, count in zip(audio, channels, strict=True):
+        if (count or 0) <= 2:
+            result.append(track)
+            continue
+        file_name = stereo_file_name(track.stream_index, track.language)
+        stereo = replace(
+            track,
+            path=work_dir / AUDIO_DIR / file_name,
+            relative_path=f"{AUDIO_DIR}/{file_name}",
+            codec="aac",
+            title=f"{track.title or track.language or f'Track {track.stream_index}'} (stereo)",
+            bitrate=bitrate,
+            channels=None,
+            is_default=track is lead,
+            layout="stereo",
+            video_start_s=video_start_s,
+            downmix=StereoDownmix(
+                intermediate=work_dir / _DOWNMIX_DIR / f"{track.stream_index}.flac",
+                loudness_lufs=loudness_lufs,
+            ),
+        )
+        result += [replace(track, is_default=False) if track is lead else track, stereo]
+    return tuple(result)
 
 
 def _starts_with(stream: FileStream, video_start_s: float) -> bool:

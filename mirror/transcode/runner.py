@@ -8,12 +8,13 @@ import subprocess
 from collections.abc import Callable
 
 from mirror.domain.errors import PermanentError, TransientError
-from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.transcode.command import build_command
 from mirror.transcode.feed import FeedSource, SourceFeeder
 from mirror.transcode.plan import TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
 from mirror.transcode.progress_lines import FfmpegProgressParser
+from mirror.transcode.stereo import make_stereo_tracks
 
 # ffmpeg exits non-zero on these when the machine, not the media, is at fault.
 _TRANSIENT_MARKERS = (
@@ -21,6 +22,8 @@ _TRANSIENT_MARKERS = (
     "Cannot allocate memory",
     "Resource temporarily unavailable",
     "Disk quota exceeded",
+    # NVENC: no free encoder session (a GeForce caps them; other jobs hold them now).
+    "OpenEncodeSessionEx failed",
 )
 
 
@@ -50,6 +53,9 @@ def run_transcode(
         raise TransientError(f"ffmpeg not found or not executable: {ffmpeg_path}")
     for output in (*plan.outputs, *plan.subtitles):
         output.path.parent.mkdir(parents=True, exist_ok=True)
+    for track in plan.audio:
+        if track.downmix is not None:
+            track.downmix.intermediate.parent.mkdir(parents=True, exist_ok=True)
     if plan.thumbnails is not None:  # an earlier attempt's sheets must not count as ours
         shutil.rmtree(plan.thumbnails.directory, ignore_errors=True)
         plan.thumbnails.directory.mkdir(parents=True)
@@ -66,9 +72,15 @@ def run_transcode(
             growing_source, process.stdin, lambda: kill_group(process), wait_for_room
         )
         feeder.start()
+    last: list[Progress] = []  # the main run's final progress, which the stereo passes keep
+
+    def heard(progress: Progress) -> None:
+        last[:] = [progress]
+        on_progress(progress)
+
     with process:
         try:
-            returncode, stderr = _supervise(process, plan, on_progress, abort)
+            returncode, stderr = _supervise(process, plan, heard, abort)
         finally:
             if feeder is not None:
                 # ffmpeg is gone: a feeder still waiting for bytes ends on its own at the
@@ -78,6 +90,8 @@ def run_transcode(
     if feeder is not None and feeder.error is not None:
         raise feeder.error
     _raise_for_exit(returncode, stderr)
+    # The stereo tracks: measured and encoded from the downmixes this run wrote.
+    make_stereo_tracks(plan, binary, abort, on_progress, last[0] if last else None)
     _verify_outputs(plan)
 
 

@@ -91,6 +91,8 @@ def job_json(record: JobRecord, now: datetime) -> dict[str, Any]:
         "speed": speed_text(data) or None,
         "eta_s": None if eta is None or not running else round(eta, 1),
         "heartbeat_age_s": None if age is None else round(max(0.0, age), 1),
+        # The video encoder of the worker running it (MIRROR_VIDEO_ENCODER, from its beats).
+        "encoder": data.get("encoder") if running else None,
     }
 
 

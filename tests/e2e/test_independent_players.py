@@ -5,9 +5,10 @@ tests/e2e/players, served on `mirror serve`'s origin through Playwright's routin
 playlists need no CORS) each play three mirrored items in Chromium: a 5.1 AC-3 source
 (re-encoded to AAC 5.1), a source whose audio starts 0.48 s after its video, and one
 whose video starts 0.5 s after its audio. Each must advance currentTime, list the
-item's two audio tracks and switch between them, and show a subtitle cue at the time
-the cue covers, with the same frame of the picture as in the source (X-TIMESTAMP-MAP,
-mirror.hls.timestamp_map). Screenshots go to each test's tmp dir.
+item's audio tracks (with the stereo track made beside the 5.1 one) and switch between
+them, and show a subtitle cue at the time the cue covers, with the same frame of the
+picture as in the source (X-TIMESTAMP-MAP, mirror.hls.timestamp_map). Screenshots go to
+each test's tmp dir.
 """
 
 from __future__ import annotations
@@ -257,16 +258,36 @@ def _wait(page: Any, condition: str, timeout_s: float, log: list[str]) -> Any:
     return value
 
 
+def mirrored_audio(source: Source) -> tuple[list[str], int]:
+    """The languages of the mirrored audio renditions in order, and which is DEFAULT: a
+    5.1 track is followed by its stereo track, which is the default when its source is
+    Jellyfin's default (MIRROR_STEREO_TRACK)."""
+    languages: list[str] = []
+    default = 0
+    for stream in source.streams:
+        if stream.type != "Audio":
+            continue
+        languages.append(stream.language or "")
+        if (stream.channels or 0) > 2:
+            languages.append(stream.language or "")
+        if stream.is_default:
+            default = len(languages) - 1
+    return languages, default
+
+
 def _check_playback(page: Any, player: str, source: Source, shot: Path, log: list[str]) -> None:
-    _wait(page, "window.mirrorPlayer.audio().length === 2", 30, log)
+    languages, default = mirrored_audio(source)
+    _wait(page, f"window.mirrorPlayer.audio().length === {len(languages)}", 30, log)
     audio = page.evaluate("window.mirrorPlayer.audio()")
     # Shaka reports ISO 639-1 ("en"), the others the playlist's LANGUAGE ("eng").
-    assert [t["language"][:2] for t in audio] == ["en", "fr"], audio
-    # Jellyfin's default (DEFAULT=YES) first; Shaka prefers its preferredAudioChannelCount
-    # (2) over DEFAULT, so it may start on the stereo commentary of the 5.1 item.
+    assert [t["language"][:2] for t in audio] == [lang[:2] for lang in languages], audio
+    # The DEFAULT=YES track (Jellyfin's default, or its stereo track) plays first; Shaka
+    # prefers its preferredAudioChannelCount (2) over DEFAULT, so it may start on another
+    # stereo track.
     assert [t["active"] for t in audio].count(True) == 1, audio
-    assert audio[0]["active"] or player == "shaka", audio
-    other = 1 if audio[0]["active"] else 0
+    assert audio[default]["active"] or player == "shaka", audio
+    # Switch to another track: the 5.1 original of the surround item.
+    other = next(n for n, track in enumerate(audio) if not track["active"])
     _wait(page, "window.mirrorPlayer.subtitles().length === 1", 30, log)
     page.evaluate("window.mirrorPlayer.setSubtitle(0)")
     page.evaluate(f"{VIDEO}.play().catch(() => null)")  # a failure shows in the waits

@@ -108,14 +108,16 @@ def test_surround_becomes_aac_with_channel_configuration_6_and_channels_6(
 ) -> None:
     item, job = mirror_sample(inproc, fidelity_sample(shape))
     assert job.audio_keys is not None
-    (entry,) = job.audio_keys
+    entry, stereo = job.audio_keys  # the stereo track made beside it (MIRROR_STEREO_TRACK)
     config = audio_config(read_moov(fetch(inproc, entry["key"], tmp_path)))
 
     assert config is not None
     assert (config.audio_object_type, config.channel_configuration) == (2, 6)  # AAC LC, 5.1
+    assert stereo["key"] == f"mirror/{item}/audio/1-eng-stereo.m4a"
     master = inproc.fake_store.body(f"mirror/{item}/master.m3u8").decode()
-    (rendition,) = [line for line in master.splitlines() if "TYPE=AUDIO" in line]
-    assert 'CHANNELS="6"' in rendition
+    surround, two = [line for line in master.splitlines() if "TYPE=AUDIO" in line]
+    assert 'CHANNELS="6"' in surround and "DEFAULT=NO" in surround
+    assert 'CHANNELS="2"' in two and "DEFAULT=YES" in two
 
 
 def test_every_audio_rendition_says_its_channels(

@@ -119,11 +119,17 @@ def test_surround_ac3_becomes_six_channel_aac(
 
     assert job.status == "done", job.error
     assert job.audio_keys is not None
-    [entry] = job.audio_keys
+    entry, stereo = job.audio_keys  # the 5.1 track, then the stereo track made beside it
     assert (entry["key"], entry["codec"]) == (f"mirror/{item}/audio/1-eng.m4a", "aac")
-    assert entry["duration_s"] == pytest.approx(3.0, abs=0.2)
-    (audio,) = inproc.read_back(entry["key"], tmp_path).streams
-    assert (audio.codec, audio.channels) == ("aac", 6)
+    assert (stereo["key"], stereo["codec"], stereo["stream_index"]) == (
+        f"mirror/{item}/audio/1-eng-stereo.m4a",
+        "aac",
+        1,
+    )
+    for track, channels in ((entry, 6), (stereo, 2)):
+        assert track["duration_s"] == pytest.approx(3.0, abs=0.2)
+        (audio,) = inproc.read_back(track["key"], tmp_path).streams
+        assert (audio.codec, audio.channels) == ("aac", channels)
 
 
 def test_item_without_audio_is_done_with_no_audio_keys(

@@ -135,3 +135,24 @@ def test_db_upgrade_creates_the_schema(empty_database_url: str) -> None:
     assert upgraded.returncode == 0, upgraded.stderr
     after = run_mirror("jobs", "--json", database_url=empty_database_url)
     assert after.returncode == 0 and json.loads(after.stdout) == []
+
+
+def test_worker_start_up_line_names_the_video_encoder(database_url: str, tmp_path: Path) -> None:
+    """MIRROR_VIDEO_ENCODER, tested at start (a fake ffmpeg whose NVENC test encode passes)."""
+    from tests.unit.test_video_encoders import fake_ffmpeg
+
+    ffmpeg = fake_ffmpeg(tmp_path, working="h264_nvenc")
+    result = run_mirror(
+        "worker",
+        "--burst",
+        database_url=database_url,
+        MIRROR_FFMPEG_PATH=ffmpeg,
+        MIRROR_VIDEO_ENCODER="h264_nvenc",
+        MIRROR_JELLYFIN_URL="http://127.0.0.1:9",
+        MIRROR_JELLYFIN_API_KEY="not-used-here",
+        MIRROR_S3_BUCKET="media",
+        MIRROR_S3_ENDPOINT_URL="http://127.0.0.1:9",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "video encoder: h264_nvenc (MIRROR_VIDEO_ENCODER, test encode passed)" in result.stderr
+    assert "concurrency=1 burst=True encoder=h264_nvenc" in result.stderr

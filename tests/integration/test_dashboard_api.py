@@ -220,10 +220,13 @@ def test_enqueue_pages_search_and_the_job_page(
 
     lease = repo.claim_next("host:1:0")
     assert lease is not None
-    repo.heartbeat(lease.job_id, lease.token, {"phase": "download", "percent": 40.0})
+    beat = {"phase": "download", "percent": 40.0, "encoder": "h264_qsv"}
+    repo.heartbeat(lease.job_id, lease.token, beat)
     overview: Any = locked.get("/api/overview").json
     assert overview["jobs_by_status"]["processing"] == 1
     assert overview["running"][0]["percent"] == 40.0
+    assert overview["running"][0]["encoder"] == "h264_qsv"  # the worker's, from its beats
+    assert "host:1:0 (h264_qsv)" in locked.get("/").text
     assert "lease_token" not in overview["running"][0]
     detail: Any = locked.get(f"/api/jobs/{lease.job_id}").json
     assert detail["attempts"][0]["worker_id"] == "host:1:0"

@@ -285,3 +285,31 @@ def _clear_mirror_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("MIRROR_"):
             monkeypatch.delenv(name)
+
+
+@pytest.mark.parametrize(
+    "override", ["docker-compose.gpu-dri.yml", "docker-compose.gpu-nvidia.yml"]
+)
+def test_gpu_overrides_extend_the_worker_service(override: str) -> None:
+    """README: Hardware encoders. Each override only adds to compose's own worker: the
+    device (/dev/dri, or an NVIDIA reservation with the video capability NVENC needs)."""
+    text = (ROOT / override).read_text()
+    data: dict[str, Any] = yaml.safe_load(text)
+    assert set(data["services"]) == {"worker"}
+    assert "worker" in services()
+    worker = data["services"]["worker"]
+    assert "image" not in worker and "command" not in worker  # compose's worker, extended
+    if override.endswith("dri.yml"):
+        assert worker["devices"] == ["/dev/dri:/dev/dri"]
+        assert worker["group_add"]
+        assert "GPU_PACKAGES" in worker["build"]["args"]
+        assert "ARG GPU_PACKAGES" in (ROOT / "Dockerfile").read_text()
+    else:
+        (device,) = worker["deploy"]["resources"]["reservations"]["devices"]
+        assert device["driver"] == "nvidia" and "video" in device["capabilities"]
+        assert "video" in worker["environment"]["NVIDIA_DRIVER_CAPABILITIES"]
+    listed = {name for name, _, _ in env_example()}
+    assert {match["name"] for match in INTERPOLATED.finditer(text)} <= listed
+    schema = json.loads((ROOT / "tests/unit/compose_spec/compose-spec.json").read_text())
+    assert [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(data)] == []
+    assert f"-f {override}" in (ROOT / "README.md").read_text()

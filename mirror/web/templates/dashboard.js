@@ -76,7 +76,7 @@
       setBar(bar, job.percent);
       cell(row, job.speed);
       cell(row, duration(job.eta_s));
-      cell(row, job.worker_id);
+      cell(row, (job.worker_id || "") + (job.worker_id && job.encoder ? " (" + job.encoder + ")" : ""));
       const age = job.heartbeat_age_s;
       const cls = age === null ? "" : age > 0.8 * staleTimeout ? "stale" : age > 0.5 * staleTimeout ? "late" : "";
       cell(row, duration(age) + (age === null ? "" : " ago"), cls);
