@@ -18,6 +18,7 @@ from mirror.domain.manifest import build_manifest, manifest_differences, restore
 from mirror.domain.renditions import Rung, parse_renditions, rungs_below
 from mirror.settings import load_settings
 from mirror.transcode import build_command, plan_transcode
+from mirror.transcode.encoders import VideoEncoder
 
 
 def test_renditions_are_checked_with_an_example() -> None:
@@ -48,11 +49,11 @@ def test_no_rung_is_as_large_as_the_source_and_the_tallest_comes_first() -> None
     assert Rung("720p", 720).maxrate_kbps == 2667
 
 
-def _plan(renditions: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def _plan(renditions: tuple[str, ...], encoder: VideoEncoder = "libx264"):  # type: ignore[no-untyped-def]
     video = MediaStream(index=0, type="Video", codec="h264", frame_rate=25.0, height=1080)
     item = MediaItem("a" * 32, "x", "Movie", "mkv", 1, 10.0, (video,))
     return plan_transcode(item, Path("/w"), Path("/w/s.mkv"), output_format="hls",
-                          renditions=renditions)  # fmt: skip
+                          renditions=renditions, video_encoder=encoder)  # fmt: skip
 
 
 def test_the_default_keeps_todays_one_video_and_command() -> None:
@@ -70,6 +71,21 @@ def test_a_ladder_writes_each_rendition_under_video() -> None:
         "video/480p.mp4",
     ]
     assert [v.codec for v in plan.videos] == ["copy", "libx264", "libx264"]
+
+
+def test_the_rungs_are_encoded_by_the_chosen_encoder() -> None:
+    """MIRROR_VIDEO_ENCODER reaches every rung: its codec, its hand-over after the
+    rung's scale (VAAPI uploads the frames, its device opened before the input), `-g`
+    for every encoder and x264's scene cuts off only where x264 encodes."""
+    vaapi = build_command(_plan(("source", "720p", "480p"), "h264_vaapi"), "ffmpeg")
+    assert vaapi.count("h264_vaapi") == 2 and "-sc_threshold" not in vaapi
+    assert vaapi.index("-vaapi_device") < vaapi.index("-i")
+    graph = vaapi[vaapi.index("-filter_complex") + 1]
+    assert graph.count("hwupload") == 2 and graph.index("scale") < graph.index("hwupload")
+    assert vaapi.count("-g") == 2
+    x264 = build_command(_plan(("source", "720p", "480p")), "ffmpeg")
+    assert x264.count("-sc_threshold") == 2 and "hwupload" not in " ".join(x264)
+    assert "-vaapi_device" not in x264
 
 
 def _job(video: dict[str, Any]) -> JobRecord:
