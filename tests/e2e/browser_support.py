@@ -9,6 +9,7 @@ the repo); without npm the tests that need them are skipped with the reason.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -36,18 +37,26 @@ needs_chromium = pytest.mark.skipif(
 
 
 def npm_file(package: str, version: str, relative: str) -> Path:
-    """`relative` inside `package@version` from npm, installed into the cache if missing."""
+    """`relative` inside `package@version` from npm, installed into the cache if missing.
+
+    xdist workers ask for the same package at once: one installs under a file lock while
+    the others wait, then find it (two npm runs into one folder broke each other)."""
     target = NPM_CACHE / f"{package}-{version}"
     path = target / "node_modules" / package / relative
-    if not path.is_file():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip(f"npm is not installed: {package} cannot be fetched for the browser test")
-        subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
-             "--prefix", str(target), f"{package}@{version}"],
-            check=True, capture_output=True, timeout=300,
-        )  # fmt: skip
+    if path.is_file():
+        return path
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip(f"npm is not installed: {package} cannot be fetched for the browser test")
+    NPM_CACHE.mkdir(parents=True, exist_ok=True)
+    with (NPM_CACHE / f"{package}-{version}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
+                 "--prefix", str(target), f"{package}@{version}"],
+                check=True, capture_output=True, timeout=300,
+            )  # fmt: skip
     return path
 
 
