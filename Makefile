@@ -55,6 +55,7 @@ bench: install  ## the speed targets (BENCHMARKS.md) vs curl, nginx, ffmpeg, aws
 	$(BIN)/python bench/picture.py
 	$(BIN)/python bench/renditions.py
 	$(BIN)/python bench/stereo.py
+	$(BIN)/python bench/thumbnails.py
 	$(BIN)/python bench/job.py
 	$(BIN)/python bench/output_check.py
 	$(BIN)/python bench/dashboard.py

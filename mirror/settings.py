@@ -37,7 +37,8 @@ from mirror.domain.errors import ConfigError
 from mirror.domain.redact import hide_url_password, register_secrets, url_password
 from mirror.domain.renditions import DEFAULT_RENDITIONS, parse_renditions
 from mirror.transcode.encoders import VideoEncoderSetting
-from mirror.transcode.plan import AudioCodecSetting, OutputFormat, VideoCodecSetting
+from mirror.transcode.outputs import OutputFormat
+from mirror.transcode.plan import AudioCodecSetting, VideoCodecSetting
 
 ENV_PREFIX = "MIRROR_"
 PoolingMode = Literal["off", "session", "transaction"]

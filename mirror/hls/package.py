@@ -24,8 +24,8 @@ from mirror.hls.playlists import (
     subtitle_playlist,
 )
 from mirror.hls.timestamp_map import first_presentation_s, with_timestamp_map
+from mirror.transcode.outputs import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.picture import VideoRange
-from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.verify import VerifiedOutput
 
 MASTER_FILE_NAME = "master.m3u8"

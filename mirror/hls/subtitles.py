@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from mirror.domain.errors import PermanentError, RetriesExhausted
-from mirror.transcode.plan import SubtitleOutput, TranscodePlan
+from mirror.transcode.outputs import SubtitleOutput, TranscodePlan
 from mirror.transcode.streams import SkippedStream
 
 

@@ -35,7 +35,7 @@ from mirror.domain.thumbnails import (
 )
 from mirror.hls.image_playlist import image_playlist, image_stream_line
 from mirror.hls.playlists import PLAYLIST_CONTENT_TYPE
-from mirror.transcode.plan import TranscodePlan
+from mirror.transcode.outputs import TranscodePlan
 from mirror.transcode.thumbnails import sheet_paths, write_thumbnail_track
 
 log = get_logger("mirror.thumbnails")

@@ -15,7 +15,7 @@ import ffmpeg
 
 from mirror.transcode.downmix import Loudness, downmix_filters, normalise_filters
 from mirror.transcode.encoders import EncoderOptions, VideoEncoder, VideoQuality, encoder_options
-from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
+from mirror.transcode.outputs import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.thumbnails import JPEG_QUALITY, ThumbnailOutput
 
 GLOBAL_OPTIONS: tuple[str, ...] = (

@@ -11,7 +11,7 @@ from mirror.domain.errors import PermanentError, TransientError
 from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.transcode.command import build_command
 from mirror.transcode.feed import FeedSource, SourceFeeder
-from mirror.transcode.plan import TranscodePlan
+from mirror.transcode.outputs import TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
 from mirror.transcode.progress_lines import FfmpegProgressParser
 from mirror.transcode.stereo import make_stereo_tracks

@@ -20,7 +20,7 @@ from mirror.domain.errors import PermanentError, TransientError
 from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.transcode.command import STEREO_GLOBAL_OPTIONS, build_stereo_command, file_argument
 from mirror.transcode.downmix import Loudness, measure_filter, parse_loudness
-from mirror.transcode.plan import AudioOutput, TranscodePlan
+from mirror.transcode.outputs import AudioOutput, TranscodePlan
 from mirror.transcode.process import StderrTail, kill_group, spawn
 from mirror.transcode.progress_lines import FfmpegProgressParser
 

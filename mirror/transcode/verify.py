@@ -18,9 +18,9 @@ from typing import Any
 
 from mirror.domain.errors import PermanentError
 from mirror.transcode.audio_config import audio_config, read_moov
+from mirror.transcode.outputs import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.picture import VideoRange, display_size, range_of_transfer
 from mirror.transcode.picture_listing import NO_PICTURE_FACTS, Picture
-from mirror.transcode.plan import AudioOutput, TranscodePlan, VideoOutput
 from mirror.transcode.probe import ProbedFile, probe_own_outputs
 
 _SAME_CODEC = {"avc": "h264", "avc1": "h264"}

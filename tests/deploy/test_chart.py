@@ -211,8 +211,7 @@ def test_every_setting_the_chart_names_is_a_mirror_setting() -> None:
             for container in spec["containers"]:
                 named |= {e["name"] for e in container.get("env", [])}
     named = {name for name in named if name.startswith("MIRROR_")}
-    # MIRROR_VIDEO_ENCODER: issue "every screen" adds it beside this chart.
-    unknown = sorted(named - set(SETTINGS_VARS) - {"MIRROR_VIDEO_ENCODER"})
+    unknown = sorted(named - set(SETTINGS_VARS))
     assert unknown == []
     assert set(values["secrets"]["values"]) == SECRET_SETTINGS | {"MIRROR_S3_ACCESS_KEY_ID"}
 

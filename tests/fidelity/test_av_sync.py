@@ -18,7 +18,7 @@ from mirror.demo.media import SampleMedia
 from mirror.domain.jobs import JobRecord
 from mirror.pipeline.steps import TranscodeOptions
 from mirror.transcode.audio_config import audio_config, read_moov
-from mirror.transcode.plan import OutputFormat
+from mirror.transcode.outputs import OutputFormat
 from mirror.transcode.verify import duration_tolerance
 from tests.fidelity.av_sync import mark_of
 from tests.fixtures.inprocess import InProcess
