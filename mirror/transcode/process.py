@@ -9,6 +9,8 @@ Three hazards of a long child process, handled here:
   util-linux's `setpriv --pdeathsig KILL` plus a one-line `sh` check (about 1 ms) when
   setpriv is there, else a Python one (interpreter start-up: 25-70 ms per run, which is
   a third of a short remux; see bench/transcode.py).
+`supervise` and `raise_for_exit` serve every run (the main one and the stereo passes):
+progress while it runs, and one error that says whether a retry can help.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from typing import IO
+
+from mirror.domain.errors import PermanentError, TransientError
+from mirror.domain.progress import AbortSignal, ProgressCallback
+from mirror.transcode.progress_lines import FfmpegProgressParser
 
 # Runs in a fresh interpreter (-I -S: no site, no user paths) between fork and ffmpeg.
 # A preexec_fn would do the same without the extra exec, but it is not safe in a process
@@ -111,6 +117,66 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     # Already gone: ProcessLookupError (macOS says PermissionError for a zombie group).
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+# ffmpeg exits non-zero on these when the machine, not the media, is at fault.
+_TRANSIENT_MARKERS = (
+    "No space left on device",
+    "Cannot allocate memory",
+    "Resource temporarily unavailable",
+    "Disk quota exceeded",
+    # NVENC: no free encoder session (a GeForce caps them; other jobs hold them now).
+    "OpenEncodeSessionEx failed",
+)
+
+
+def supervise(
+    process: subprocess.Popen[bytes],
+    parser: FfmpegProgressParser,
+    on_progress: ProgressCallback,
+    abort: AbortSignal,
+) -> tuple[int, StderrTail]:
+    """Feed `process`'s `-progress` lines through `parser` to `on_progress` until ffmpeg
+    ends, its stderr drained all the while; the abort kills it. On any way out (a
+    callback that raises included) no process is left behind."""
+    assert process.stdout is not None and process.stderr is not None
+    stderr = StderrTail(process.stderr)
+    stderr.start()
+    unregister = abort.on_abort(lambda: kill_group(process))
+    try:
+        for raw in process.stdout:
+            progress = parser.feed(raw.decode("utf-8", errors="replace"))
+            if progress is not None:
+                on_progress(progress)
+        return process.wait(), stderr
+    finally:
+        unregister()
+        if process.poll() is None:
+            kill_group(process)
+        process.wait()
+        stderr.join()
+
+
+def raise_for_exit(returncode: int, stderr: StderrTail, doing: str = "") -> None:
+    """Nothing for a clean exit; else TransientError when ffmpeg was killed or the machine
+    ran out of something, PermanentError when it rejected the media. `doing` (e.g.
+    " measuring audio/1-eng-stereo.m4a") says which run, after "ffmpeg failed"."""
+    if returncode == 0:
+        return
+    tail = stderr.text() or "(no error output)"
+    if returncode < 0:
+        name = _signal_name(-returncode)
+        raise TransientError(f"ffmpeg was killed by {name}{doing}: {tail}")
+    if any(marker in tail for marker in _TRANSIENT_MARKERS):
+        raise TransientError(f"ffmpeg failed{doing} (exit {returncode}): {tail}")
+    raise PermanentError(f"ffmpeg failed{doing} (exit {returncode}): {tail}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class StderrTail:

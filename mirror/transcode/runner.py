@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import signal
-import subprocess
 from collections.abc import Callable
 
 from mirror.domain.errors import PermanentError, TransientError
@@ -12,19 +10,9 @@ from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.transcode.command import build_command
 from mirror.transcode.feed import FeedSource, SourceFeeder
 from mirror.transcode.outputs import TranscodePlan
-from mirror.transcode.process import StderrTail, kill_group, spawn
+from mirror.transcode.process import kill_group, raise_for_exit, spawn, supervise
 from mirror.transcode.progress_lines import FfmpegProgressParser
 from mirror.transcode.stereo import make_stereo_tracks
-
-# ffmpeg exits non-zero on these when the machine, not the media, is at fault.
-_TRANSIENT_MARKERS = (
-    "No space left on device",
-    "Cannot allocate memory",
-    "Resource temporarily unavailable",
-    "Disk quota exceeded",
-    # NVENC: no free encoder session (a GeForce caps them; other jobs hold them now).
-    "OpenEncodeSessionEx failed",
-)
 
 
 def run_transcode(
@@ -78,9 +66,10 @@ def run_transcode(
         last[:] = [progress]
         on_progress(progress)
 
+    parser = FfmpegProgressParser(frames_total=plan.frames_total, duration_s=plan.duration_s)
     with process:
         try:
-            returncode, stderr = _supervise(process, plan, heard, abort)
+            returncode, stderr = supervise(process, parser, heard, abort)
         finally:
             if feeder is not None:
                 # ffmpeg is gone: a feeder still waiting for bytes ends on its own at the
@@ -89,48 +78,10 @@ def run_transcode(
     abort.raise_if_set()
     if feeder is not None and feeder.error is not None:
         raise feeder.error
-    _raise_for_exit(returncode, stderr)
+    raise_for_exit(returncode, stderr)
     # The stereo tracks: measured and encoded from the downmixes this run wrote.
     make_stereo_tracks(plan, binary, abort, on_progress, last[0] if last else None)
     _verify_outputs(plan)
-
-
-def _supervise(
-    process: subprocess.Popen[bytes],
-    plan: TranscodePlan,
-    on_progress: ProgressCallback,
-    abort: AbortSignal,
-) -> tuple[int, StderrTail]:
-    """Feed progress until ffmpeg ends; on any way out, leave no process behind."""
-    assert process.stdout is not None and process.stderr is not None
-    stderr = StderrTail(process.stderr)
-    stderr.start()
-    unregister = abort.on_abort(lambda: kill_group(process))
-    try:
-        parser = FfmpegProgressParser(frames_total=plan.frames_total, duration_s=plan.duration_s)
-        for raw in process.stdout:
-            progress = parser.feed(raw.decode("utf-8", errors="replace"))
-            if progress is not None:
-                on_progress(progress)
-        return process.wait(), stderr
-    finally:
-        unregister()
-        if process.poll() is None:
-            kill_group(process)
-        process.wait()
-        stderr.join()
-
-
-def _raise_for_exit(returncode: int, stderr: StderrTail) -> None:
-    if returncode == 0:
-        return
-    tail = stderr.text() or "(no error output)"
-    if returncode < 0:
-        name = _signal_name(-returncode)
-        raise TransientError(f"ffmpeg was killed by {name}: {tail}")
-    if any(marker in tail for marker in _TRANSIENT_MARKERS):
-        raise TransientError(f"ffmpeg failed (exit {returncode}): {tail}")
-    raise PermanentError(f"ffmpeg failed (exit {returncode}): {tail}")
 
 
 def _verify_outputs(plan: TranscodePlan) -> None:
@@ -139,10 +90,3 @@ def _verify_outputs(plan: TranscodePlan) -> None:
             raise PermanentError(
                 f"ffmpeg exited cleanly but wrote nothing to {output.relative_path}"
             )
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

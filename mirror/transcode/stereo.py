@@ -21,7 +21,7 @@ from mirror.domain.progress import AbortSignal, Progress, ProgressCallback
 from mirror.transcode.command import STEREO_GLOBAL_OPTIONS, build_stereo_command, file_argument
 from mirror.transcode.downmix import Loudness, measure_filter, parse_loudness
 from mirror.transcode.outputs import AudioOutput, TranscodePlan
-from mirror.transcode.process import StderrTail, kill_group, spawn
+from mirror.transcode.process import raise_for_exit, spawn, supervise
 from mirror.transcode.progress_lines import FfmpegProgressParser
 
 
@@ -119,26 +119,9 @@ def _run(argv: Sequence[str], abort: AbortSignal, step: _Step) -> list[str]:
         process = spawn(argv)
     except OSError as exc:
         raise TransientError(f"cannot start ffmpeg ({argv[0]}): {exc.strerror or exc}") from exc
-    assert process.stdout is not None and process.stderr is not None
-    stderr = StderrTail(process.stderr)
-    stderr.start()
-    unregister = abort.on_abort(lambda: kill_group(process))
     parser = FfmpegProgressParser(frames_total=None, duration_s=step.reporter.duration_s)
     with process:
-        try:
-            for raw in process.stdout:
-                progress = parser.feed(raw.decode("utf-8", errors="replace"))
-                if progress is not None:
-                    step.heard(progress)
-            returncode = process.wait()
-        finally:
-            unregister()
-            if process.poll() is None:
-                kill_group(process)
-            process.wait()
-            stderr.join()
+        returncode, stderr = supervise(process, parser, step.heard, abort)
     abort.raise_if_set()
-    if returncode != 0:
-        kind = TransientError if returncode < 0 else PermanentError
-        raise kind(f"ffmpeg failed {step.what} (exit {returncode}): {stderr.text()}")
+    raise_for_exit(returncode, stderr, f" {step.what}")
     return stderr.lines()
