@@ -90,22 +90,19 @@ def main() -> None:
         )  # fmt: skip
     cases.append(("re-encode (libx264 veryfast)", "libx264", cut, cut_s))
     for name, codec, path, length in cases:
-        plan = plan_transcode(
-            replace(item, duration_s=float(length)),
-            work,
-            path,
-            probe=probe_file(path, ffmpeg) if path != source else probe,
-            video_codec=codec,  # type: ignore[arg-type]
-            output_format="hls",
-        )
-        with_thumbnails = plan_transcode(
-            replace(item, duration_s=float(length)),
-            work,
-            path,
-            probe=probe_file(path, ffmpeg) if path != source else probe,
-            video_codec=codec,  # type: ignore[arg-type]
-            output_format="hls",
-            thumbnail_interval_s=10.0,
+        clip = replace(item, duration_s=float(length))
+        read = probe_file(path, ffmpeg) if path != source else probe
+        plan, with_thumbnails = (
+            plan_transcode(
+                clip,
+                work,
+                path,
+                probe=read,
+                video_codec=codec,  # type: ignore[arg-type]
+                output_format="hls",
+                thumbnail_interval_s=interval,
+            )
+            for interval in (None, 10.0)
         )
         say(f"{name}: {length} s of 1080p, 3 runs without thumbnails, 3 with")
         without = cpu_of(plan, ffmpeg)
