@@ -138,11 +138,13 @@ class SeaweedServer:
                 path.unlink(missing_ok=True)
 
     def _launch_and_wait(self, timeout_s: float) -> bool:
-        """Run `weed mini`; False when it exits early (a port was taken meanwhile)."""
+        """Run `weed mini`; False when a port was taken meanwhile (weed exits, or goes on
+        without that listener)."""
         environment = dict(os.environ)
         environment["AWS_ACCESS_KEY_ID"] = self.access_key_id
         environment["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key
         with self.log_path.open("ab") as log_file:
+            log_start = log_file.tell()
             self._process = subprocess.Popen(
                 self._command(),
                 stdout=log_file,
@@ -152,16 +154,16 @@ class SeaweedServer:
                 cwd=self.data_dir,
             )
         deadline = time.monotonic() + timeout_s
-        while not self._ready():
-            if self._process.poll() is not None:
-                self._process = None
-                self._remove_sockets()
+        while True:
+            if self._process.poll() is not None or self._lost_a_port(log_start):
+                self.stop(kill=True)
                 return False
+            if self._ready():
+                return True
             if time.monotonic() > deadline:
                 self.stop(kill=True)
                 raise SeaweedFailed(f"SeaweedFS did not answer in {timeout_s:.0f}s")
             time.sleep(0.1)
-        return True
 
     def _command(self) -> list[str]:
         flags = [f"-{flag}={port}" for flag, port in self._ports.items() if flag != "admin.port"]
@@ -204,7 +206,28 @@ class SeaweedServer:
             return False
         finally:
             client.close()
-        return set(self._buckets) <= names and self._volume_server_joined()
+        return (
+            set(self._buckets) <= names
+            and self._volume_server_joined()
+            and self._answers_ok(self._ports["admin.port"], "/health")
+        )
+
+    def _lost_a_port(self, log_start: int) -> bool:
+        """A listener of this run found its port taken: another process bound it between
+        our pick and weed's bind (servers started at once pick alike). weed goes on
+        without that listener and exits two minutes later when it is the admin server
+        (`Admin server readiness check failed`), so the run is given up at once."""
+        with self.log_path.open("rb") as log:
+            log.seek(log_start)
+            return b"bind: address already in use" in log.read()
+
+    @staticmethod
+    def _answers_ok(port: int, path: str) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except (OSError, ValueError):
+            return False
 
     def _volume_server_joined(self) -> bool:
         """The master knows the volume server: S3 answers listings before that, but a

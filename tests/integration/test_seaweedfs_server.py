@@ -7,6 +7,9 @@ on AWS, data kept over a crash and a restart, and nothing left in /tmp or $TMPDI
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 
 import boto3
@@ -77,3 +80,43 @@ def test_weed_mini_listens_on_loopback_only_and_leaves_nothing_behind(
         if path.stem.rpartition("-")[2] in {str(port) for port in ports}
     ]
     assert left == []
+
+
+def test_a_port_taken_between_the_pick_and_the_bind_starts_again_on_fresh_ports(
+    tmp_path: Path,
+) -> None:
+    """Seen in a full run: another xdist worker's server bound our admin port after weed
+    had checked its ports and before its admin server bound it; weed went on without an
+    admin server, answered S3, and exited two minutes later in the middle of the tests.
+    Here a squatter binds the admin port the moment weed's S3 gateway starts (the admin
+    binds a few hundred ms later): the start must see the lost port and pick again."""
+    server = SeaweedServer(tmp_path / "data", access_key_id="key", secret_access_key="secret")
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatted: list[int] = []
+    stop_watching = threading.Event()
+
+    def squat_when_s3_starts() -> None:
+        while not stop_watching.is_set():
+            if server.log_path.exists() and b"Start Seaweed S3" in server.log_path.read_bytes():
+                port = server._ports["admin.port"]
+                try:
+                    squatter.bind(("127.0.0.1", port))
+                    squatter.listen()
+                    squatted.append(port)
+                except OSError:
+                    pass  # weed was quicker: nothing was taken
+                return
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=squat_when_s3_starts)
+    watcher.start()
+    try:
+        server.start(timeout_s=30)
+        assert squatted, "the squatter came too late to take the admin port"
+        assert squatted[0] not in server.ports
+        assert server._answers_ok(server._ports["admin.port"], "/health")
+    finally:
+        stop_watching.set()
+        watcher.join()
+        server.stop()
+        squatter.close()
