@@ -78,7 +78,10 @@ def test_hovering_the_seek_bar_shows_the_thumbnail_of_that_time(
             box = seek.bounding_box()
             assert box is not None
             # 5 s of 7: the third thumbnail (4-6 s), third from the left on sheet 0.
-            page.mouse.move(box["x"] + box["width"] * 5 / 7, box["y"] + box["height"] / 2)
+            # hover() places the pointer where the bar is once it stands still (the
+            # page's layout moves when the video's size arrives; a mouse.move to an
+            # earlier box missed the bar in a full run).
+            seek.hover(position={"x": box["width"] * 5 / 7, "y": box["height"] / 2})
             thumbnail = page.locator("#thumbnail")
             thumbnail.wait_for(state="visible", timeout=10_000)
             style = page.eval_on_selector(
