@@ -79,6 +79,7 @@ class Heartbeat:
         self._latest: Progress | None = None
         self._written: Progress | None = None
         self._last_attempted_write = now - interval  # first call writes at once
+        self._attempted_phase: str | None = None  # of the latest write tried
         self._last_success = now
         self._last_progress_change = now
         self._stop = threading.Event()
@@ -116,13 +117,15 @@ class Heartbeat:
             self._last_progress_change = self.clock()
 
     def beat_if_due(self, now: float | None = None) -> None:
-        """Write if an interval has passed since the last write (or its attempt)."""
+        """Write if an interval has passed since the last write (or its attempt), or a
+        phase started that no write has shown yet: a keep-alive beat just before the
+        first progress must not hide the download until an interval later."""
         now = self.clock() if now is None else now
         # Non-blocking: if another thread is writing right now, this beat is covered.
         if not self._lock.acquire(blocking=False):
             return
         try:
-            if now - self._last_attempted_write < self.interval:
+            if now - self._last_attempted_write < self.interval and not self._new_phase_locked():
                 return
             self._write_locked(now)
         finally:
@@ -244,6 +247,8 @@ class Heartbeat:
         """One heartbeat statement; caller holds the lock."""
         self._last_attempted_write = now
         progress = self._latest if self._latest != self._written else None
+        if self._latest is not None:
+            self._attempted_phase = self._latest.phase
         try:
             fence = self.queue.heartbeat(self.job_id, self.token, self._as_json(progress))
         except DATABASE_OUTAGE as error:
@@ -264,6 +269,11 @@ class Heartbeat:
             self.abort.trigger(JobCancelled("job was cancelled"))
         elif fence is not Fence.OK:
             self.abort.trigger(LeaseLost("lease lost: another attempt owns the job now"))
+
+    def _new_phase_locked(self) -> bool:
+        """The latest progress is of a phase no write has tried to show yet (once per
+        phase: a failing write is retried on the interval, as any other)."""
+        return self._latest is not None and self._latest.phase != self._attempted_phase
 
     def _as_json(self, progress: Progress | None) -> dict[str, Any] | None:
         if progress is None:

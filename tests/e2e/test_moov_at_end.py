@@ -77,22 +77,30 @@ class WorkDirSampler:
 
     def run(self) -> None:
         while not self._stop.wait(0.02):
-            allocated, source, outputs = 0, None, 0
-            for path in self.work_dir.rglob("*"):
-                try:
-                    stat = path.stat()
-                except FileNotFoundError:
-                    continue
-                if not path.is_file():
-                    continue
-                allocated += stat.st_blocks * 512
-                if path.name.startswith("source.") and not path.name.endswith(".json"):
-                    source = stat.st_size
-                elif path.parent.name == "out":
-                    outputs += stat.st_size
+            try:
+                allocated, source, outputs = self._sample()
+            except FileNotFoundError:  # a folder went while it was walked (the cleanup)
+                continue
             self.peak = max(self.peak, allocated)
             if source is not None and source < self.item_size and outputs > 0:
                 self.outputs_while_downloading = max(self.outputs_while_downloading, outputs)
+
+    def _sample(self) -> tuple[int, int | None, int]:
+        """Allocated bytes, the source's size (None: no source yet), the outputs' bytes."""
+        allocated, source, outputs = 0, None, 0
+        for path in self.work_dir.rglob("*"):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            if not path.is_file():
+                continue
+            allocated += stat.st_blocks * 512
+            if path.name.startswith("source.") and not path.name.endswith(".json"):
+                source = stat.st_size
+            elif path.parent.name == "out":
+                outputs += stat.st_size
+        return allocated, source, outputs
 
     @contextmanager
     def running(self) -> Iterator[WorkDirSampler]:

@@ -77,6 +77,26 @@ def test_first_progress_is_written_at_once_then_throttled() -> None:
     }
 
 
+def test_a_keep_alive_beat_before_the_first_progress_does_not_hide_the_phase() -> None:
+    """Seen in a full run: the keep-alive beat (no progress yet) used the first-write
+    allowance, so the download's first progress waited an interval and a short download
+    never showed; each phase is shown at once, once, then throttled."""
+    clock = FakeClock()
+    heartbeat, queue = make_heartbeat(clock, interval=10)
+    heartbeat.beat_if_due()  # the keep-alive thread's tick, before any progress
+    assert (queue.writes, queue.progress) == (1, None)
+    clock.now += 0.5
+    heartbeat(Progress(phase="download", bytes_done=1, bytes_total=100))
+    assert queue.writes == 2 and queue.progress is not None
+    assert queue.progress["phase"] == "download"
+    heartbeat(Progress(phase="download", bytes_done=2, bytes_total=100))
+    assert queue.writes == 2  # same phase: throttled
+    heartbeat(Progress(phase="upload", bytes_done=1, bytes_total=100))
+    assert queue.writes == 3 and queue.progress["phase"] == "upload"
+    heartbeat(Progress(phase="upload", bytes_done=2, bytes_total=100))
+    assert queue.writes == 3
+
+
 def test_cancelled_row_raises_in_the_job_thread_and_fires_abort_hooks() -> None:
     clock = FakeClock()
     heartbeat, queue = make_heartbeat(clock)
