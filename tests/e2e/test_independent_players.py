@@ -34,6 +34,7 @@ from tests.e2e.browser_support import (
     npm_file,
     serving,
 )
+from tests.fixtures.media import shared
 from tests.fixtures.stack import Stack
 
 pytestmark = needs_chromium
@@ -111,7 +112,11 @@ def _generate(
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> dict[str, Source]:
-    root = tmp_path_factory.mktemp("players")
+    """The three sources, made once for all xdist workers (the tests only read them)."""
+    return shared(tmp_path_factory, "players", lambda root: _sources(root, ffmpeg_path))
+
+
+def _sources(root: Path, ffmpeg_path: str) -> dict[str, Source]:
     sine = f"sine=frequency=440:sample_rate=48000:duration={DURATION_S}"
     return {
         # 5.1 AC-3 (and a stereo commentary), which mirror re-encodes to AAC.

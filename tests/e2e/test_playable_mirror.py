@@ -28,14 +28,21 @@ from tests.e2e.browser_support import (
     npm_file,
     serving,
 )
+from tests.fixtures.media import shared
 from tests.fixtures.stack import Stack
 
 
 @pytest.fixture(scope="module")
 def playable_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
-    """8 s: long enough to play past 3 s, two 4 s fragments per output."""
-    dest = tmp_path_factory.mktemp("playable") / "playable.mkv"
-    return generate_sample(dest, "h264_aac", duration_s=8.0, ffmpeg_path=ffmpeg_path)
+    """8 s: long enough to play past 3 s, two 4 s fragments per output (made once for all
+    xdist workers: the tests only read it)."""
+    return shared(
+        tmp_path_factory,
+        "playable_h264_8s",
+        lambda folder: generate_sample(
+            folder / "playable.mkv", "h264_aac", duration_s=8.0, ffmpeg_path=ffmpeg_path
+        ),
+    )
 
 
 @pytest.fixture(scope="session")

@@ -19,17 +19,23 @@ from mirror.domain.errors import JobCancelled, LeaseLost, PermanentError, Transi
 from mirror.domain.progress import AbortSignal, Progress
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
 from mirror.transcode.process import StderrTail, spawn
+from tests.fixtures.media import shared
 
 ITEM_ID = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 
 @pytest.fixture(scope="module")
 def long_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
-    """20 s: read at half speed (`slow_ffmpeg`), its encode runs for 40 s: aborts land mid-run."""
-    dest = tmp_path_factory.mktemp("long") / "long.mkv"
-    return generate_sample(
-        dest, "mpeg4_mp3", duration_s=20.0, width=640, height=480, ffmpeg_path=ffmpeg_path
-    )
+    """20 s: read at half speed (`slow_ffmpeg`), its encode runs for 40 s: aborts land mid-run.
+    Made once for all xdist workers (`shared`): the tests only read it."""
+    return shared(
+        tmp_path_factory,
+        "long_mpeg4_20s",
+        lambda folder: generate_sample(
+            folder / "long.mkv", "mpeg4_mp3", duration_s=20.0, width=640, height=480,
+            ffmpeg_path=ffmpeg_path,
+        ),
+    )  # fmt: skip
 
 
 def slow_plan(sample: SampleMedia, work_dir: Path) -> TranscodePlan:
