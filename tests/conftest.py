@@ -24,6 +24,8 @@ pytest_plugins = [
     "tests.fixtures.pgbouncer",
     "tests.fixtures.inprocess",
     "tests.fixtures.shape_corpus",
+    # The worker's one Chromium (`chromium`), for tests/e2e and tests/fidelity alike.
+    "tests.e2e.browser_support",
 ]
 
 

@@ -1,9 +1,11 @@
 """What the browser tests share: Debian's Chromium, players from npm, `mirror serve`.
 
 Chromium is Debian's (`/usr/bin/chromium`, installed by .ci/run), driven by Playwright's
-driver, never a downloaded browser. Players come from their npm packages at pinned
-versions, installed once into a cache directory by the tests' set-up (never copied into
-the repo); without npm the tests that need them are skipped with the reason.
+driver, never a downloaded browser: one per xdist worker (the `chromium` fixture, a plugin
+of tests/conftest.py), each test in a context of its own (`browser_page`). Players come
+from their npm packages at pinned versions, installed once into a cache directory by the
+tests' set-up (never copied into the repo); without npm the tests that need them are
+skipped with the reason.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.fixtures.stack import Stack, serving_in_process
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -34,6 +40,48 @@ NPM_CACHE = Path(os.environ.get("MIRROR_TEST_CACHE", Path.home() / ".cache" / "m
 needs_chromium = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="Debian's chromium is not installed here"
 )
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Browser]:
+    """The worker's one Chromium (and Playwright driver), launched by the first browser
+    test that asks for it and shared by every later one.
+
+    Each launch costs ~0.45 CPU-s, and each `sync_playwright()` a Node driver's start on
+    top: a browser per test or module made 15 of each per run of the browser modules
+    (`-n 2`), one per worker makes 2. A new context per test (`browser_page`)
+    keeps apart what a fresh browser kept apart: cookies, storage, cache, routes, init
+    scripts and permissions. Hence also one set of launch arguments for all (a test that
+    needs more asks its context for it, as the routed player pages ask for local network
+    access). Playwright's sync API cannot be nested in a thread, so no test starts its
+    own `sync_playwright()`: they all take this one. While it lives, Playwright marks its
+    asyncio loop as the running one of the worker's main thread between calls, so no
+    later test of the worker can `asyncio.run()` there (none does; a thread can).
+    Without Debian's chromium nothing is launched and the test is skipped (the browser
+    tests carry `needs_chromium` as well, which skips them before their other fixtures).
+    """
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed here")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(browser: Browser, **context_options: Any) -> Iterator[Page]:
+    """A page in a new context of `browser` (`context_options` as `Browser.new_context`
+    takes them), the context closed on the way out, also on a failure: the shared browser
+    must not carry one test's cookies, routes or pages into the next."""
+    context = browser.new_context(**context_options)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def npm_file(package: str, version: str, relative: str) -> Path:

@@ -15,22 +15,18 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from mirror.demo.media import SampleMedia
+from tests.e2e.browser_support import browser_page, needs_chromium
 from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of, serving_in_process
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
 pytestmark = pytest.mark.e2e
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 PASSWORD = "dashboard test password"
 DOCS_SCREENSHOT = Path(__file__).parents[2] / "docs" / "dashboard.png"
 
@@ -63,16 +59,15 @@ def bar_width(page: object, job_id: str) -> float:
     return float(value)
 
 
-@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
+@needs_chromium
 def test_dashboard_shows_progress_and_cancels_a_running_job(
     stack: Stack,
     served: str,
     sample_slow: SampleMedia,
     tmp_path: Path,
     paced_ffmpeg: Callable[[float], str],
+    chromium: Browser,
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     item = stack.add_sample(sample_slow, name="Slow Sample")
     [job_id] = stack.enqueue(item)
     size = sample_slow.path.stat().st_size
@@ -82,91 +77,83 @@ def test_dashboard_shows_progress_and_cancels_a_running_job(
     slow_transcode = {"MIRROR_VIDEO_CODEC": "libx264", "MIRROR_FFMPEG_PATH": paced_ffmpeg(0.5)}
     stack.start_worker(name="a", MIRROR_HEARTBEAT_INTERVAL="500ms", **slow_transcode)
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 720})
-            # Before the login: the page is a login form and actions are refused.
-            first = page.goto(served)
-            assert first is not None and first.status == 401
-            assert page.locator("#login").is_visible()
-            refused = page.evaluate(
-                "async (id) => (await fetch(`/api/jobs/${id}/cancel`, {method: 'POST'})).status",
-                job_id,
-            )
-            assert refused == 401
-            page.fill("#password", "wrong")
-            page.click("#login button")
-            stack.wait_for(
-                lambda: "wrong password" in (page.locator("#message").text_content() or ""),
-                10,
-                "the wrong password message",
-            )
-            page.fill("#password", PASSWORD)
-            page.click("#login button")
-            page.wait_for_selector("#running", timeout=15_000)
+    with browser_page(chromium, viewport={"width": 1280, "height": 720}) as page:
+        # Before the login: the page is a login form and actions are refused.
+        first = page.goto(served)
+        assert first is not None and first.status == 401
+        assert page.locator("#login").is_visible()
+        refused = page.evaluate(
+            "async (id) => (await fetch(`/api/jobs/${id}/cancel`, {method: 'POST'})).status",
+            job_id,
+        )
+        assert refused == 401
+        page.fill("#password", "wrong")
+        page.click("#login button")
+        stack.wait_for(
+            lambda: "wrong password" in (page.locator("#message").text_content() or ""),
+            10,
+            "the wrong password message",
+        )
+        page.fill("#password", PASSWORD)
+        page.click("#login button")
+        page.wait_for_selector("#running", timeout=15_000)
 
-            # The bar of the running job moves while the download arrives.
-            page.wait_for_selector(f'tr.job[data-job-id="{job_id}"]', timeout=30_000)
-            deadline = time.monotonic() + 30
-            widths = [bar_width(page, job_id)]
-            while time.monotonic() < deadline and not (
-                len({w for w in widths if w > 0}) >= 3
-                and widths[-1] > min(w for w in widths if w > 0)
-            ):
-                page.wait_for_timeout(500)
-                widths.append(bar_width(page, job_id))
-            seen = [w for w in widths if w > 0]
-            assert len(set(seen)) >= 3 and seen[-1] > seen[0], widths
-            # Rows read by title (the attempt recorded it); the search box finds it by
-            # part of its title, in another case, over all jobs, on the server.
-            running_link = page.locator(f'tr.job[data-job-id="{job_id}"] a')
-            assert running_link.text_content() == "Slow Sample"
-            page.fill("#search-q", "SLOW samp")
-            page.click("#search button")
-            page.wait_for_selector("#search-results:not([hidden]) tbody a", timeout=10_000)
-            found = page.locator("#search-results tbody a")
-            assert found.count() == 1 and found.text_content() == "Slow Sample"
-            assert found.get_attribute("href") == f"/jobs/{job_id}"
-            screenshot = tmp_path / "dashboard.png"
-            page.screenshot(path=str(screenshot), full_page=True)
-            print(f"dashboard screenshot: {screenshot}")
-            if os.environ.get("MIRROR_UPDATE_DOCS") == "1":
-                shutil.copyfile(screenshot, DOCS_SCREENSHOT)
+        # The bar of the running job moves while the download arrives.
+        page.wait_for_selector(f'tr.job[data-job-id="{job_id}"]', timeout=30_000)
+        deadline = time.monotonic() + 30
+        widths = [bar_width(page, job_id)]
+        while time.monotonic() < deadline and not (
+            len({w for w in widths if w > 0}) >= 3 and widths[-1] > min(w for w in widths if w > 0)
+        ):
+            page.wait_for_timeout(500)
+            widths.append(bar_width(page, job_id))
+        seen = [w for w in widths if w > 0]
+        assert len(set(seen)) >= 3 and seen[-1] > seen[0], widths
+        # Rows read by title (the attempt recorded it); the search box finds it by
+        # part of its title, in another case, over all jobs, on the server.
+        running_link = page.locator(f'tr.job[data-job-id="{job_id}"] a')
+        assert running_link.text_content() == "Slow Sample"
+        page.fill("#search-q", "SLOW samp")
+        page.click("#search button")
+        page.wait_for_selector("#search-results:not([hidden]) tbody a", timeout=10_000)
+        found = page.locator("#search-results tbody a")
+        assert found.count() == 1 and found.text_content() == "Slow Sample"
+        assert found.get_attribute("href") == f"/jobs/{job_id}"
+        screenshot = tmp_path / "dashboard.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        print(f"dashboard screenshot: {screenshot}")
+        if os.environ.get("MIRROR_UPDATE_DOCS") == "1":
+            shutil.copyfile(screenshot, DOCS_SCREENSHOT)
 
-            # Cancel from the page once ffmpeg runs: the row says cancelled, ffmpeg is gone.
-            stack.jellyfin.throttle(None)
-            stack.wait_for(lambda: phase_of(stack, item) == "transcode", 60, "transcode")
-            stack.wait_for(lambda: ffmpeg_pids(str(stack.work_dir)), 30, "ffmpeg")
-            page.click(f'tr.job[data-job-id="{job_id}"] button.cancel')
-            stack.wait_for(lambda: stack.job(item).status == "cancelled", 10, "cancelled row")
-            stack.wait_for(lambda: not ffmpeg_pids(str(stack.work_dir)), 10, "ffmpeg to die")
-            stack.wait_for(
-                lambda: page.locator(f'tr.job[data-job-id="{job_id}"]').count() == 0,
-                10,
-                "the row to leave the running table",
-            )
-            stack.wait_for(
-                lambda: "attempt ended: cancelled" in stack.log_of("a"), 15, "the attempt's end"
-            )
-            # The job page shows it as `mirror show` does, with its attempt history.
-            page.goto(f"{served}/jobs/{job_id}")
-            assert page.locator("#job-status").text_content() == "cancelled"
-            assert page.locator("#attempts tbody tr").count() == 1
-        finally:
-            browser.close()
+        # Cancel from the page once ffmpeg runs: the row says cancelled, ffmpeg is gone.
+        stack.jellyfin.throttle(None)
+        stack.wait_for(lambda: phase_of(stack, item) == "transcode", 60, "transcode")
+        stack.wait_for(lambda: ffmpeg_pids(str(stack.work_dir)), 30, "ffmpeg")
+        page.click(f'tr.job[data-job-id="{job_id}"] button.cancel')
+        stack.wait_for(lambda: stack.job(item).status == "cancelled", 10, "cancelled row")
+        stack.wait_for(lambda: not ffmpeg_pids(str(stack.work_dir)), 10, "ffmpeg to die")
+        stack.wait_for(
+            lambda: page.locator(f'tr.job[data-job-id="{job_id}"]').count() == 0,
+            10,
+            "the row to leave the running table",
+        )
+        stack.wait_for(
+            lambda: "attempt ended: cancelled" in stack.log_of("a"), 15, "the attempt's end"
+        )
+        # The job page shows it as `mirror show` does, with its attempt history.
+        page.goto(f"{served}/jobs/{job_id}")
+        assert page.locator("#job-status").text_content() == "cancelled"
+        assert page.locator("#attempts tbody tr").count() == 1
     assert stack.object_keys() == []
     print(f"progress bar widths seen: {widths}")
 
 
-@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
+@needs_chromium
 def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
-    stack: Stack, served: str, tmp_path: Path
+    stack: Stack, served: str, tmp_path: Path, chromium: Browser
 ) -> None:
     """Issue 21: type a title (not an id), pick it from Jellyfin's answers, see its job;
     a series queues its episodes; the library page counts them and mirrors the rest."""
-    from playwright.sync_api import sync_playwright
-
     media = tmp_path / "media.mkv"
     media.write_bytes(b"x" * 4096)
     movies = stack.jellyfin.add_library("Films")
@@ -190,96 +177,86 @@ def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
         for n in (1, 2)
     ]
     errors: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(served)
-            page.fill("#password", PASSWORD)
-            page.click("#login button")
-            page.wait_for_selector("#running", timeout=15_000)
+    with browser_page(chromium) as page:
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(served)
+        page.fill("#password", PASSWORD)
+        page.click("#login button")
+        page.wait_for_selector("#running", timeout=15_000)
 
-            page.fill("#enqueue-item", "bureau des legendes")  # no accent, any case
-            page.click("#enqueue button")
-            row = page.locator(f'#jellyfin-results tr.hit[data-item-id="{wanted}"]')
-            row.wait_for(timeout=15_000)
-            assert row.locator("td").nth(2).text_content() == "2015"
-            row.locator("button.queue").click()
-            row.locator("a.queued-job").wait_for(timeout=15_000)
-            assert row.locator("a.queued-job").text_content() == "queued"
-            job = stack.job(wanted)
-            assert job.status == "new"
-            row.locator("a.queued-job").click()
-            page.wait_for_url(f"{served}/jobs/{job.id}", timeout=15_000)
-            assert page.locator("#job-status").text_content() == "new"
+        page.fill("#enqueue-item", "bureau des legendes")  # no accent, any case
+        page.click("#enqueue button")
+        row = page.locator(f'#jellyfin-results tr.hit[data-item-id="{wanted}"]')
+        row.wait_for(timeout=15_000)
+        assert row.locator("td").nth(2).text_content() == "2015"
+        row.locator("button.queue").click()
+        row.locator("a.queued-job").wait_for(timeout=15_000)
+        assert row.locator("a.queued-job").text_content() == "queued"
+        job = stack.job(wanted)
+        assert job.status == "new"
+        row.locator("a.queued-job").click()
+        page.wait_for_url(f"{served}/jobs/{job.id}", timeout=15_000)
+        assert page.locator("#job-status").text_content() == "new"
 
-            page.goto(served)
-            page.fill("#enqueue-item", "bureau")
-            page.click("#enqueue button")
-            show_row = page.locator(f'#jellyfin-results tr.hit[data-item-id="{series}"]')
-            show_row.wait_for(timeout=15_000)
-            show_row.locator("button.queue").click()
-            stack.wait_for(
-                lambda: "2 queued" in (show_row.text_content() or ""), 15, "the series sweep"
-            )
-            assert {stack.job(e).status for e in episodes} == {"new"}
-            page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
+        page.goto(served)
+        page.fill("#enqueue-item", "bureau")
+        page.click("#enqueue button")
+        show_row = page.locator(f'#jellyfin-results tr.hit[data-item-id="{series}"]')
+        show_row.wait_for(timeout=15_000)
+        show_row.locator("button.queue").click()
+        stack.wait_for(
+            lambda: "2 queued" in (show_row.text_content() or ""), 15, "the series sweep"
+        )
+        assert {stack.job(e).status for e in episodes} == {"new"}
+        page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
 
-            page.goto(f"{served}/libraries")
-            films = page.locator(f'tr.library[data-library-id="{movies}"]')
-            assert films.locator(".n-queued").text_content() == "1"
-            assert films.locator(".n-not-mirrored").text_content() == "1"
-            films.locator("button.mirror-rest").click()
-            stack.wait_for(
-                lambda: films.locator("button.mirror-rest").text_content() == "queued 1",
-                15,
-                "mirror the rest",
-            )
-            assert films.locator(".n-queued").text_content() == "2"
-            page.screenshot(path=str(tmp_path / "libraries.png"), full_page=True)
-            print(f"screenshots: {tmp_path / 'search.png'}, {tmp_path / 'libraries.png'}")
-            assert len(stack.repo.list()) == 4
-        finally:
-            browser.close()
+        page.goto(f"{served}/libraries")
+        films = page.locator(f'tr.library[data-library-id="{movies}"]')
+        assert films.locator(".n-queued").text_content() == "1"
+        assert films.locator(".n-not-mirrored").text_content() == "1"
+        films.locator("button.mirror-rest").click()
+        stack.wait_for(
+            lambda: films.locator("button.mirror-rest").text_content() == "queued 1",
+            15,
+            "mirror the rest",
+        )
+        assert films.locator(".n-queued").text_content() == "2"
+        page.screenshot(path=str(tmp_path / "libraries.png"), full_page=True)
+        print(f"screenshots: {tmp_path / 'search.png'}, {tmp_path / 'libraries.png'}")
+        assert len(stack.repo.list()) == 4
     # No CSP violation, no script error (the login page's 401 and /favicon.ico's 404 are
     # resources, not errors of the page's own).
     assert [e for e in errors if not e.startswith("Failed to load resource")] == []
 
 
-@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed")
-def test_the_fleet_buttons_pause_drain_and_resume_every_worker(stack: Stack, served: str) -> None:
+@needs_chromium
+def test_the_fleet_buttons_pause_drain_and_resume_every_worker(
+    stack: Stack, served: str, chromium: Browser
+) -> None:
     """Issue 24: the dashboard's Pause / Drain / Resume set the fleet's row, and the page
     shows the mode, who set it, and turns off the button of the mode it is in."""
-    from playwright.sync_api import sync_playwright
-
     from mirror.domain.jobs import FleetMode
 
     errors: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(served)
-            page.fill("#password", PASSWORD)
-            page.click("#login button")
-            page.wait_for_selector("#fleet", timeout=15_000)
-            mode = page.locator("#fleet-mode")
-            stack.wait_for(lambda: page.locator("#fleet-resume").is_disabled(), 10, "a poll")
-            assert mode.text_content() == "running"
-            for button, expected in (
-                ("#fleet-pause", FleetMode.PAUSED),
-                ("#fleet-drain", FleetMode.DRAINING),
-                ("#fleet-resume", FleetMode.RUNNING),
-            ):
-                page.click(button)
-                stack.wait_for(lambda e=expected: mode.text_content() == e.value, 10, expected)
-                assert stack.repo.fleet_state().mode is expected
-                assert page.locator(button).is_disabled()
-                if expected is FleetMode.DRAINING:
-                    banner = page.locator("#fleet-banner").text_content() or ""
-                    assert banner.startswith("fleet draining (since ") and "by dashboard" in banner
-        finally:
-            browser.close()
+    with browser_page(chromium) as page:
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(served)
+        page.fill("#password", PASSWORD)
+        page.click("#login button")
+        page.wait_for_selector("#fleet", timeout=15_000)
+        mode = page.locator("#fleet-mode")
+        stack.wait_for(lambda: page.locator("#fleet-resume").is_disabled(), 10, "a poll")
+        assert mode.text_content() == "running"
+        for button, expected in (
+            ("#fleet-pause", FleetMode.PAUSED),
+            ("#fleet-drain", FleetMode.DRAINING),
+            ("#fleet-resume", FleetMode.RUNNING),
+        ):
+            page.click(button)
+            stack.wait_for(lambda e=expected: mode.text_content() == e.value, 10, expected)
+            assert stack.repo.fleet_state().mode is expected
+            assert page.locator(button).is_disabled()
+            if expected is FleetMode.DRAINING:
+                banner = page.locator("#fleet-banner").text_content() or ""
+                assert banner.startswith("fleet draining (since ") and "by dashboard" in banner
     assert [e for e in errors if not e.startswith("Failed to load resource")] == []

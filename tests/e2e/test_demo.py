@@ -16,13 +16,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
 from mirror.web.player import HLSJS_VERSION
-from tests.e2e.browser_support import CHROMIUM, CHROMIUM_ARGS, npm_file
+from tests.e2e.browser_support import CHROMIUM, browser_page, npm_file
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 KEY = re.compile(r"demo/[0-9a-f]{32}/(video\.mp4|audio/\d+-[a-z]+\.m4a)")
 TEMP_DIR = re.compile(r"everything runs here, in (\S+)")
@@ -164,7 +168,7 @@ def test_demo_help_names_the_extra_with_its_brackets() -> None:
 
 
 def test_demo_mirrors_the_samples_with_no_configuration_then_serves_until_ctrl_c(
-    tmp_path: Path,
+    tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """What a newcomer runs, opens, then watches: the samples mirrored with no settings
     (embedded Postgres), the dashboard, and the demo's /play page playing from the demo's
@@ -213,8 +217,8 @@ def test_demo_mirrors_the_samples_with_no_configuration_then_serves_until_ctrl_c
                 assert signed, media.text
                 segment = http.get(signed[0], headers={"Range": "bytes=0-99"})
                 assert segment.status_code in (200, 206) and segment.content, segment.text
-        if CHROMIUM.exists():
-            plays_in_chromium(plays[0][0])
+        if CHROMIUM.exists():  # the worker's browser, only asked for where there is one
+            plays_in_chromium(request.getfixturevalue("chromium"), plays[0][0])
         ports = {int(p) for p in re.findall(r"http://127\.0\.0\.1:(\d+)", output)}
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
@@ -234,20 +238,13 @@ def test_demo_mirrors_the_samples_with_no_configuration_then_serves_until_ctrl_c
     assert_nothing_left(output, tmp_path)
 
 
-def plays_in_chromium(url: str) -> None:
+def plays_in_chromium(browser: Browser, url: str) -> None:
     """The /play page at `url` plays past 2 s in Chromium."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(url)
-            page.evaluate("document.getElementById('video').play()")
-            deadline = time.monotonic() + 30
-            expression = "document.getElementById('video').currentTime > 2"
-            while not page.evaluate(expression):  # the page's CSP forbids wait_for_function
-                assert time.monotonic() < deadline, page.text_content("#status")
-                time.sleep(0.1)
-        finally:
-            browser.close()
+    with browser_page(browser) as page:
+        page.goto(url)
+        page.evaluate("document.getElementById('video').play()")
+        deadline = time.monotonic() + 30
+        expression = "document.getElementById('video').currentTime > 2"
+        while not page.evaluate(expression):  # the page's CSP forbids wait_for_function
+            assert time.monotonic() < deadline, page.text_content("#status")
+            time.sleep(0.1)

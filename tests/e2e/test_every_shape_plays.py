@@ -18,13 +18,16 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from mirror.web.player import HLSJS_VERSION
-from tests.e2e.browser_support import CHROMIUM, CHROMIUM_ARGS, needs_chromium, npm_file
+from tests.e2e.browser_support import browser_page, needs_chromium, npm_file
 from tests.fixtures.shape_corpus import SHAPES, MirroredShape
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = needs_chromium
 
@@ -105,38 +108,25 @@ def site(
         server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_every_shape_plays_in_hls_js(
-    site: tuple[str, dict[str, MirroredShape]], browser: Any, tmp_path: Path, shape: str
+    site: tuple[str, dict[str, MirroredShape]], chromium: Browser, tmp_path: Path, shape: str
 ) -> None:
     base, mirrored = site
     assert mirrored[shape].status == "done", mirrored[shape].error
     master = f"/{shape}/{mirrored[shape].folder}/master.m3u8"
-    page = browser.new_page()
-    log: list[str] = []
-    page.on("console", lambda message: log.append(message.text))
-    try:
-        page.goto(f"{base}/play.html?master={master}")
-        deadline = time.monotonic() + 30
-        while (state := page.evaluate(STATE))["time"] <= 1.5 and not state["fatal"]:
-            if time.monotonic() > deadline:
-                pytest.fail(f"{shape}: playback did not pass 1.5 s: {state}; {log[-10:]}")
-            time.sleep(0.1)
-    finally:
-        page.screenshot(path=str(tmp_path / f"{shape}.png"))
-        page.close()
+    with browser_page(chromium) as page:
+        log: list[str] = []
+        page.on("console", lambda message: log.append(message.text))
+        try:
+            page.goto(f"{base}/play.html?master={master}")
+            deadline = time.monotonic() + 30
+            while (state := page.evaluate(STATE))["time"] <= 1.5 and not state["fatal"]:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{shape}: playback did not pass 1.5 s: {state}; {log[-10:]}")
+                time.sleep(0.1)
+        finally:
+            page.screenshot(path=str(tmp_path / f"{shape}.png"))
 
     assert state["fatal"] is None and state["error"] is None, (state, log[-10:])
     assert (state["width"], state["height"]) == SHAPES[shape].displayed, state

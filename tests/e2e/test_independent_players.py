@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,15 +26,17 @@ from mirror.domain.item import MediaStream
 from mirror.transcode.probe import ffmpeg_listing
 from mirror.web.player import HLSJS_VERSION
 from tests.e2e.browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     allow_browsers,
+    browser_page,
     needs_chromium,
     npm_file,
     serving,
 )
 from tests.fixtures.media import shared
 from tests.fixtures.stack import Stack
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = needs_chromium
 SHAKA_VERSION = "5.2.12"
@@ -50,7 +51,10 @@ PLAYERS = ["hls.js", "shaka", "videojs"]
 # A page that Playwright fulfils has no server address, so Chromium counts it as public
 # and refuses its requests to the loopback bucket (Local Network Access). Served for real
 # from mirror serve's origin, as /play/<id> is, it shares the bucket's address space.
-ROUTED_PAGE_ARGS = ["--disable-features=LocalNetworkAccessChecks"]
+# Granted to the test's context rather than switched off at launch: the browser is the
+# worker's, shared by every test, and a `--disable-features=` launch argument replaces
+# the list Playwright passes itself (HTTPS upgrades and the rest would come back on).
+ROUTED_PAGE_PERMISSIONS = ["local-network-access"]
 
 
 @dataclass(frozen=True)
@@ -151,21 +155,6 @@ def libraries() -> dict[str, Path]:
     }
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One Chromium for the module (each test opens its own page in a fresh context)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=[*CHROMIUM_ARGS, *ROUTED_PAGE_ARGS]
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 # Records every SourceBuffer a player creates, so the test can read where the video's
 # first frame sits on the media timeline (the instant a cue's time is measured from).
 RECORD_SOURCE_BUFFERS = """
@@ -210,7 +199,7 @@ def test_mirrored_item_plays_lists_audio_and_shows_the_cue_on_time(
     stack: Stack,
     sources: dict[str, Source],
     libraries: dict[str, Path],
-    browser: Any,
+    chromium: Browser,
     tmp_path: Path,
     player: str,
     item: str,
@@ -224,25 +213,26 @@ def test_mirrored_item_plays_lists_audio_and_shows_the_cue_on_time(
     job = stack.job(item_id)
     assert job.status == "done", job.error
     allow_browsers(stack)
-    with serving(stack, libraries["hls.min.js"]) as serve_url:
-        context = browser.new_context(viewport={"width": 700, "height": 480})
-        try:
-            page = context.new_page()
-            messages: list[str] = []
-            page.on("console", lambda message: messages.append(message.text))
-            page.add_init_script(RECORD_SOURCE_BUFFERS)
-            _route_harness(page, serve_url, player, libraries)
-            master = f"/play/{item_id}/master.m3u8"
-            url = (
-                f"{serve_url}/play/{item_id}"
-                if player == "hls.js"
-                else f"{serve_url}/test-players/harness.html?player={player}&master={master}"
-                "&text=en"
-            )
-            page.goto(url)
-            _check_playback(page, player, source, tmp_path / f"{player}-{item}.png", messages)
-        finally:
-            context.close()
+    with (
+        serving(stack, libraries["hls.min.js"]) as serve_url,
+        browser_page(
+            chromium,
+            viewport={"width": 700, "height": 480},
+            permissions=ROUTED_PAGE_PERMISSIONS,
+        ) as page,
+    ):
+        messages: list[str] = []
+        page.on("console", lambda message: messages.append(message.text))
+        page.add_init_script(RECORD_SOURCE_BUFFERS)
+        _route_harness(page, serve_url, player, libraries)
+        master = f"/play/{item_id}/master.m3u8"
+        url = (
+            f"{serve_url}/play/{item_id}"
+            if player == "hls.js"
+            else f"{serve_url}/test-players/harness.html?player={player}&master={master}&text=en"
+        )
+        page.goto(url)
+        _check_playback(page, player, source, tmp_path / f"{player}-{item}.png", messages)
 
 
 def _wait(page: Any, condition: str, timeout_s: float, log: list[str]) -> Any:

@@ -12,7 +12,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -22,14 +22,17 @@ from mirror.demo.media import SampleMedia, generate_sample
 from mirror.demo.stand_in.catalog import Sidecar
 from mirror.web.player import HLSJS_VERSION
 from tests.e2e.browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     allow_browsers,
+    browser_page,
+    needs_chromium,
     npm_file,
     serving,
 )
 from tests.fixtures.media import shared
 from tests.fixtures.stack import Stack
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Route
 
 
 @pytest.fixture(scope="module")
@@ -180,92 +183,86 @@ def _until(page: Any, expression: str, timeout_s: float) -> Any:
     return value
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+@needs_chromium
 @pytest.mark.parametrize("engine", ["hls.js", "native"])
 def test_player_page_plays_switches_audio_and_shows_a_subtitle_cue(
-    stack: Stack, mirrored: str, serve_url: str, tmp_path: Path, engine: str
+    stack: Stack, mirrored: str, serve_url: str, tmp_path: Path, chromium: Browser, engine: str
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
-    if engine == "native" and not _chromium_has_native_hls():
+    if engine == "native" and not _has_native_hls(chromium):
         pytest.skip("this Chromium has no native HLS (141+ has)")
     messages: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 720})
-            page.on("console", lambda message: messages.append(message.text))
-            page.add_init_script(CSP_RECORDER)
-            # Without ?engine= the page picks hls.js in Chromium; native is forced to check it.
-            query = "" if engine == "hls.js" else "?engine=native"
-            page.goto(f"{serve_url}/play/{mirrored}{query}")
-            _until(page, "window.mirrorPlayer.audio().length === 2", 20)
-            audio: list[dict[str, Any]] = page.evaluate("window.mirrorPlayer.audio()")
-            assert [(t["language"], t["name"]) for t in audio] == [
-                ("eng", "English Stereo"),
-                ("fra", "Français \u2013 commentaire"),
-            ]
-            assert audio[0]["active"]
-            page.evaluate("document.getElementById('video').play()")
-            _until(page, "document.getElementById('video').currentTime > 3", 30)
+    with browser_page(chromium, viewport={"width": 1000, "height": 720}) as page:
+        page.on("console", lambda message: messages.append(message.text))
+        page.add_init_script(CSP_RECORDER)
+        # Without ?engine= the page picks hls.js in Chromium; native is forced to check it.
+        query = "" if engine == "hls.js" else "?engine=native"
+        page.goto(f"{serve_url}/play/{mirrored}{query}")
+        _until(page, "window.mirrorPlayer.audio().length === 2", 20)
+        audio: list[dict[str, Any]] = page.evaluate("window.mirrorPlayer.audio()")
+        assert [(t["language"], t["name"]) for t in audio] == [
+            ("eng", "English Stereo"),
+            ("fra", "Français \u2013 commentaire"),
+        ]
+        assert audio[0]["active"]
+        page.evaluate("document.getElementById('video').play()")
+        _until(page, "document.getElementById('video').currentTime > 3", 30)
 
-            page.evaluate("window.mirrorPlayer.setAudio(1)")
-            _until(page, "window.mirrorPlayer.audio()[1].active", 10)
-            after_switch = page.evaluate("document.getElementById('video').currentTime")
-            _until(
-                page,
-                f"document.getElementById('video').currentTime > {after_switch + 0.5}"
-                " || document.getElementById('video').ended",
-                15,
-            )
+        page.evaluate("window.mirrorPlayer.setAudio(1)")
+        _until(page, "window.mirrorPlayer.audio()[1].active", 10)
+        after_switch = page.evaluate("document.getElementById('video').currentTime")
+        _until(
+            page,
+            f"document.getElementById('video').currentTime > {after_switch + 0.5}"
+            " || document.getElementById('video').ended",
+            15,
+        )
 
-            assert page.evaluate("window.mirrorPlayer.engine") == engine
-            # The page's Content-Security-Policy let hls.js, the playlists and the bucket in.
-            assert page.evaluate("window.cspViolations") == []
-            shot = tmp_path / f"player-{engine}.png"
-            if engine == "native":
-                # Chromium's own HLS lists no SUBTITLES renditions (why the page picks
-                # hls.js there); it plays and switches audio, which is what is checked.
-                assert page.evaluate("window.mirrorPlayer.subtitles()") == []
-                page.screenshot(path=str(shot))
-                return
-            subtitles = page.evaluate("window.mirrorPlayer.subtitles()")
-            languages = sorted(s["language"] for s in subtitles)
-            assert languages == ["eng", "fre"], subtitles
-            english = next(i for i, s in enumerate(subtitles) if s["language"] == "eng")
-            page.evaluate(f"window.mirrorPlayer.setSubtitle({english})")
-            page.evaluate(
-                "(() => { const v = document.getElementById('video');"
-                " v.currentTime = 1; return v.play(); })()"
-            )
-            cue = _until(
-                page,
-                """() => {
+        assert page.evaluate("window.mirrorPlayer.engine") == engine
+        # The page's Content-Security-Policy let hls.js, the playlists and the bucket in.
+        assert page.evaluate("window.cspViolations") == []
+        shot = tmp_path / f"player-{engine}.png"
+        if engine == "native":
+            # Chromium's own HLS lists no SUBTITLES renditions (why the page picks
+            # hls.js there); it plays and switches audio, which is what is checked.
+            assert page.evaluate("window.mirrorPlayer.subtitles()") == []
+            page.screenshot(path=str(shot))
+            return
+        subtitles = page.evaluate("window.mirrorPlayer.subtitles()")
+        languages = sorted(s["language"] for s in subtitles)
+        assert languages == ["eng", "fre"], subtitles
+        english = next(i for i, s in enumerate(subtitles) if s["language"] == "eng")
+        page.evaluate(f"window.mirrorPlayer.setSubtitle({english})")
+        page.evaluate(
+            "(() => { const v = document.getElementById('video');"
+            " v.currentTime = 1; return v.play(); })()"
+        )
+        cue = _until(
+            page,
+            """() => {
                     for (const track of document.getElementById('video').textTracks) {
                         if (track.mode === 'showing' && track.activeCues
                             && track.activeCues.length) return track.activeCues[0].text;
                     }
                     return null;
                 }""",
-                20,
-            )
-            assert cue == "Hello from mirror"
-            # The page's own menus list the tracks and follow the switches.
-            assert page.locator("#audio option").count() == 2
-            assert page.eval_on_selector("#audio", "s => s.value") == "1"
-            assert page.eval_on_selector("#subtitles", "s => s.value") == str(english)
-            page.screenshot(path=str(shot))
-            print(f"screenshot: {shot}")
-            assert shot.stat().st_size > 0
-            status = page.text_content("#status") or ""
-            assert "failed" not in status, (status, messages)
-        finally:
-            browser.close()
+            20,
+        )
+        assert cue == "Hello from mirror"
+        # The page's own menus list the tracks and follow the switches.
+        assert page.locator("#audio option").count() == 2
+        assert page.eval_on_selector("#audio", "s => s.value") == "1"
+        assert page.eval_on_selector("#subtitles", "s => s.value") == str(english)
+        page.screenshot(path=str(shot))
+        print(f"screenshot: {shot}")
+        assert shot.stat().st_size > 0
+        status = page.text_content("#status") or ""
+        assert "failed" not in status, (status, messages)
 
 
-def _chromium_has_native_hls() -> bool:
-    version = subprocess.run([str(CHROMIUM), "--version"], capture_output=True, text=True)
-    found = re.search(r"(\d+)\.", version.stdout)
+def _has_native_hls(browser: Browser) -> bool:
+    """Whether the running browser plays HLS itself: its own version, as the browser
+    reports it (no second `chromium --version` process beside it)."""
+    found = re.match(r"(\d+)\.", browser.version)
     return found is not None and int(found[1]) >= 141
 
 
@@ -299,14 +296,12 @@ def test_output_format_mp4_keeps_todays_faststart_files_without_playlists(
     assert head[4:8] == b"ftyp" and b"moov" in head and b"moof" not in head
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+@needs_chromium
 def test_player_fetches_media_from_the_public_s3_url_when_the_internal_one_is_unreachable(
-    stack: Stack, mirrored: str, hlsjs_file: Path
+    stack: Stack, mirrored: str, hlsjs_file: Path, chromium: Browser
 ) -> None:
     """Compose: serve and the worker use the internal endpoint, the browser only reaches S3
     through another host name and port (a published port: here a TCP proxy)."""
-    from playwright.sync_api import Route, sync_playwright
-
     from tests.fixtures.tcp_proxy import TcpProxy
 
     internal = urlsplit(stack.s3.endpoint_url)
@@ -323,28 +318,23 @@ def test_player_fetches_media_from_the_public_s3_url_when_the_internal_one_is_un
     try:
         with (
             serving(stack, hlsjs_file, MIRROR_S3_PUBLIC_URL=public_origin) as url,
-            sync_playwright() as playwright,
+            browser_page(chromium) as page,
         ):
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page()
-                page.add_init_script(CSP_RECORDER)
-                page.route(f"{stack.s3.endpoint_url}/**", unreachable)
-                page.on(
-                    "request",
-                    lambda request: (
-                        media_hosts.append(urlsplit(request.url).netloc)
-                        if "X-Amz-Signature=" in request.url
-                        else None
-                    ),
-                )
-                page.goto(f"{url}/play/{mirrored}")
-                _until(page, "window.mirrorPlayer.audio().length === 2", 20)
-                page.evaluate("document.getElementById('video').play()")
-                _until(page, "document.getElementById('video').currentTime > 3", 30)
-                assert page.evaluate("window.cspViolations") == []
-            finally:
-                browser.close()
+            page.add_init_script(CSP_RECORDER)
+            page.route(f"{stack.s3.endpoint_url}/**", unreachable)
+            page.on(
+                "request",
+                lambda request: (
+                    media_hosts.append(urlsplit(request.url).netloc)
+                    if "X-Amz-Signature=" in request.url
+                    else None
+                ),
+            )
+            page.goto(f"{url}/play/{mirrored}")
+            _until(page, "window.mirrorPlayer.audio().length === 2", 20)
+            page.evaluate("document.getElementById('video').play()")
+            _until(page, "document.getElementById('video').currentTime > 3", 30)
+            assert page.evaluate("window.cspViolations") == []
     finally:
         proxy.close()
     assert blocked == []
@@ -352,14 +342,12 @@ def test_player_fetches_media_from_the_public_s3_url_when_the_internal_one_is_un
     print(f"{len(media_hosts)} media requests, all to {public_origin}; playback passed 3 s")
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+@needs_chromium
 def test_hlsjs_switches_renditions_mid_play_without_a_stall(
-    stack: Stack, playable_sample: SampleMedia, serve_url: str
+    stack: Stack, playable_sample: SampleMedia, serve_url: str, chromium: Browser
 ) -> None:
     """MIRROR_RENDITIONS: the page lists every rendition, and a switch of hls.js's
     currentLevel mid-play goes on playing the new rendition with no buffer stall."""
-    from playwright.sync_api import sync_playwright
-
     item_id = stack.jellyfin.add_item(
         playable_sample.path,
         name="Ladder",
@@ -372,25 +360,20 @@ def test_hlsjs_switches_renditions_mid_play_without_a_stall(
     assert job.status == "done", job.error
     allow_browsers(stack)
     video = "document.getElementById('video')"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(f"{serve_url}/play/{item_id}")
-            _until(page, "window.mirrorPlayer.levels().length === 3", 20)
-            levels = page.evaluate("window.mirrorPlayer.levels()")
-            assert sorted(level["height"] for level in levels) == [144, 180, 240], levels
-            assert page.locator("#quality option").count() == 4  # Auto and each rendition
-            page.evaluate(f"{video}.play()")
-            _until(page, f"{video}.currentTime > 1", 30)
-            lowest = min(range(3), key=lambda i: levels[i]["height"])
-            stalls = page.evaluate("window.mirrorPlayer.stalls")  # a loaded machine's, before
-            page.evaluate(f"window.mirrorPlayer.setLevel({lowest})")
-            switched = page.evaluate(f"{video}.currentTime")
-            # The new rendition's frames show (144 lines) and the clock keeps going.
-            _until(page, f"{video}.videoHeight === 144", 20)
-            _until(page, f"{video}.currentTime > {switched + 2} || {video}.ended", 20)
-            assert page.evaluate("window.mirrorPlayer.stalls") == stalls
-            assert "failed" not in (page.text_content("#status") or "")
-        finally:
-            browser.close()
+    with browser_page(chromium) as page:
+        page.goto(f"{serve_url}/play/{item_id}")
+        _until(page, "window.mirrorPlayer.levels().length === 3", 20)
+        levels = page.evaluate("window.mirrorPlayer.levels()")
+        assert sorted(level["height"] for level in levels) == [144, 180, 240], levels
+        assert page.locator("#quality option").count() == 4  # Auto and each rendition
+        page.evaluate(f"{video}.play()")
+        _until(page, f"{video}.currentTime > 1", 30)
+        lowest = min(range(3), key=lambda i: levels[i]["height"])
+        stalls = page.evaluate("window.mirrorPlayer.stalls")  # a loaded machine's, before
+        page.evaluate(f"window.mirrorPlayer.setLevel({lowest})")
+        switched = page.evaluate(f"{video}.currentTime")
+        # The new rendition's frames show (144 lines) and the clock keeps going.
+        _until(page, f"{video}.videoHeight === 144", 20)
+        _until(page, f"{video}.currentTime > {switched + 2} || {video}.ended", 20)
+        assert page.evaluate("window.mirrorPlayer.stalls") == stalls
+        assert "failed" not in (page.text_content("#status") or "")

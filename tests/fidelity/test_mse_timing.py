@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from mirror.demo.media import SampleMedia
 from mirror.hls.fragments import read_fragment_index
 from mirror.testing.fidelity_samples import MARK_S
+from tests.e2e.browser_support import browser_page, needs_chromium
 from tests.fidelity.test_av_sync import SYNC_TOLERANCE_S, fetch, mirror_sample
 from tests.fixtures.inprocess import InProcess
 
-CHROMIUM = Path("/usr/bin/chromium")
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Route
+
 ORIGIN = "http://mirror.test"
 
 # Appends video.mp4 and the .m4a whole, plays at half speed from just before the mark and
@@ -67,16 +70,15 @@ window.measure = async (mode, videoType, audioType, from) => {
 </script>"""
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed here")
+@needs_chromium
 @pytest.mark.parametrize("shape", ["delayed_audio", "b_frames_ac3_51"])
 def test_chromium_mse_presents_the_mark_where_the_source_has_it(
     inproc: InProcess,
     fidelity_sample: Callable[[str], SampleMedia],
     tmp_path: Path,
+    chromium: Browser,
     shape: str,
 ) -> None:
-    from playwright.sync_api import Route, sync_playwright
-
     item, job = mirror_sample(inproc, fidelity_sample(shape))
     assert job.audio_keys is not None
     video = fetch(inproc, f"mirror/{item}/video.mp4", tmp_path)
@@ -93,21 +95,15 @@ def test_chromium_mse_presents_the_mark_where_the_source_has_it(
         route.fulfill(body=body, content_type=content_type)
 
     results: dict[str, Any] = {}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless", "--no-sandbox", "--autoplay-policy=no-user-gesture-required"],
-        )
-        try:
-            page = browser.new_page()
-            page.route(f"{ORIGIN}/**", serve)
-            for mode in ("segments", "sequence"):
-                page.goto(f"{ORIGIN}/")
-                results[mode] = page.evaluate(
-                    "([m, v, a, f]) => measure(m, v, a, f)", [mode, *types, MARK_S - 0.3]
-                )
-        finally:
-            browser.close()
+    # The worker's browser, with the other tests' arguments: no autoplay flag, as the
+    # <video> is muted, which Chromium lets play without a user gesture.
+    with browser_page(chromium) as page:
+        page.route(f"{ORIGIN}/**", serve)
+        for mode in ("segments", "sequence"):
+            page.goto(f"{ORIGIN}/")
+            results[mode] = page.evaluate(
+                "([m, v, a, f]) => measure(m, v, a, f)", [mode, *types, MARK_S - 0.3]
+            )
 
     for mode, found in results.items():
         assert "error" not in found, (mode, found)
