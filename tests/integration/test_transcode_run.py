@@ -14,31 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams, generate_sample
+from mirror.demo.media import SampleMedia, corrupt_copy, describe_streams
 from mirror.domain.errors import JobCancelled, LeaseLost, PermanentError, TransientError
 from mirror.domain.progress import AbortSignal, Progress
 from mirror.transcode import TranscodePlan, plan_transcode, run_transcode
 from mirror.transcode.process import StderrTail, spawn
-from tests.fixtures.media import shared
 
 ITEM_ID = "a3f4c2e1b5d64e0f9c8b7a6d5e4f3a21"
 
 
-@pytest.fixture(scope="module")
-def long_sample(tmp_path_factory: pytest.TempPathFactory, ffmpeg_path: str) -> SampleMedia:
-    """20 s: read at half speed (`slow_ffmpeg`), its encode runs for 40 s: aborts land mid-run.
-    Made once for all xdist workers (`shared`): the tests only read it."""
-    return shared(
-        tmp_path_factory,
-        "long_mpeg4_20s",
-        lambda folder: generate_sample(
-            folder / "long.mkv", "mpeg4_mp3", duration_s=20.0, width=640, height=480,
-            ffmpeg_path=ffmpeg_path,
-        ),
-    )  # fmt: skip
-
-
 def slow_plan(sample: SampleMedia, work_dir: Path) -> TranscodePlan:
+    """For `sample_slow` (20 s) read at half speed (`slow_ffmpeg`): the encode runs for
+    40 s, so aborts land mid-run."""
     return plan_transcode(
         sample.to_item(ITEM_ID),
         work_dir,
@@ -157,9 +144,9 @@ def test_progress_reaches_every_frame_at_the_end(
 
 
 def test_abort_mid_run_kills_ffmpeg_at_once_and_raises_the_reason(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
+    sample_slow: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
-    plan = slow_plan(long_sample, tmp_path)
+    plan = slow_plan(sample_slow, tmp_path)
     abort = AbortSignal()
     pids: list[int] = []
     first_progress = threading.Event()
@@ -203,9 +190,9 @@ def test_abort_before_start_runs_nothing(
 
 
 def test_a_raising_callback_stops_ffmpeg_and_propagates(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
+    sample_slow: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
-    plan = slow_plan(long_sample, tmp_path)
+    plan = slow_plan(sample_slow, tmp_path)
     pids: list[int] = []
     raised_at: list[float] = []
 
@@ -223,9 +210,9 @@ def test_a_raising_callback_stops_ffmpeg_and_propagates(
 
 
 def test_ffmpeg_killed_from_outside_is_transient(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
+    sample_slow: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
-    plan = slow_plan(long_sample, tmp_path)
+    plan = slow_plan(sample_slow, tmp_path)
     killed: list[int] = []
 
     def on_progress(progress: Progress) -> None:
@@ -278,10 +265,10 @@ print("finished", flush=True)
 
 
 def test_killing_the_worker_process_takes_ffmpeg_down(
-    long_sample: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
+    sample_slow: SampleMedia, tmp_path: Path, ffmpeg_path: str, slow_ffmpeg: str
 ) -> None:
     worker = subprocess.Popen(
-        [sys.executable, "-c", _WORKER_SCRIPT, str(long_sample.path), str(tmp_path), slow_ffmpeg],
+        [sys.executable, "-c", _WORKER_SCRIPT, str(sample_slow.path), str(tmp_path), slow_ffmpeg],
         stdout=subprocess.PIPE,
         cwd=Path(__file__).resolve().parents[2],
     )
