@@ -24,7 +24,7 @@ from tests.e2e.browser_support import browser_page, needs_chromium
 from tests.fixtures.stack import Stack, ffmpeg_pids, phase_of, serving_in_process
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "dashboard test password"
@@ -45,6 +45,18 @@ def served(stack: Stack) -> Iterator[str]:
     environment = stack.env(MIRROR_WEBHOOK_SECRET="hook secret 123", MIRROR_UI_PASSWORD=PASSWORD)
     with serving_in_process(environment) as base:
         yield base
+
+
+def logged_in(page: Page, served: str, shown: str) -> list[str]:
+    """Log in on the dashboard at `served` and wait for `shown`; the page's console errors
+    from then on collect in the list returned."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(served)
+    page.fill("#password", PASSWORD)
+    page.click("#login button")
+    page.wait_for_selector(shown, timeout=15_000)
+    return errors
 
 
 def bar_width(page: object, job_id: str) -> float:
@@ -176,13 +188,8 @@ def test_mirror_item_box_finds_a_title_in_jellyfin_and_queues_it(
         )
         for n in (1, 2)
     ]
-    errors: list[str] = []
     with browser_page(chromium) as page:
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(served)
-        page.fill("#password", PASSWORD)
-        page.click("#login button")
-        page.wait_for_selector("#running", timeout=15_000)
+        errors = logged_in(page, served, "#running")
 
         page.fill("#enqueue-item", "bureau des legendes")  # no accent, any case
         page.click("#enqueue button")
@@ -237,13 +244,8 @@ def test_the_fleet_buttons_pause_drain_and_resume_every_worker(
     shows the mode, who set it, and turns off the button of the mode it is in."""
     from mirror.domain.jobs import FleetMode
 
-    errors: list[str] = []
     with browser_page(chromium) as page:
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(served)
-        page.fill("#password", PASSWORD)
-        page.click("#login button")
-        page.wait_for_selector("#fleet", timeout=15_000)
+        errors = logged_in(page, served, "#fleet")
         mode = page.locator("#fleet-mode")
         stack.wait_for(lambda: page.locator("#fleet-resume").is_disabled(), 10, "a poll")
         assert mode.text_content() == "running"
