@@ -313,3 +313,20 @@ def test_s3_going_down_mid_upload_is_transient(
         storage.upload_files(
             _uploads(outputs), on_progress=kill_server_on_first_bytes, abort=AbortSignal()
         )
+
+
+def test_a_storage_is_cheap_to_make_and_still_signs_with_its_own_keys(s3: S3Target) -> None:
+    """Every storage of a process shares botocore's parsed service models (a client of a
+    fresh boto3 session parses them again, ~0.1 CPU-s), not its credentials."""
+    s3.make_storage().check_bucket()  # the process's first storage parses the models
+    started = time.process_time()
+    storages = [s3.make_storage() for _ in range(10)]
+    per_storage = (time.process_time() - started) / len(storages)
+    print(f"one S3Storage: {per_storage * 1000:.1f} ms of CPU")
+    assert per_storage < 0.03
+
+    wrong = s3.make_storage(secret_access_key="not-" + s3.secret_access_key)
+    with pytest.raises(PermanentError):
+        wrong.check_bucket()
+    storages[0].check_bucket()  # made before the wrong one, with the right secret
+    s3.make_storage().check_bucket()  # and after it
