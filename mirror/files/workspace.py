@@ -59,6 +59,16 @@ class Workspace:
     def file(self, name: str) -> Path:
         return self.path / name
 
+    def fresh_directory(self, name: str) -> Path:
+        """An empty `name` directory: what an attempt killed on this host left there
+        (kill -9 runs no clean-up) is removed. Its outputs must not be read as this
+        attempt's: an uploader following a half-written file of the dead ffmpeg reads
+        bytes the new one then overwrites (S3 refused such a part: BadDigest)."""
+        path = self.file(name)
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir()
+        return path
+
     def resumable_file(self, name: str) -> Path:
         """A file a later attempt may resume (the download): kept, with its sidecars
         (`<name>.*`), when this attempt ends without finishing the job."""

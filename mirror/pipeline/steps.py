@@ -191,10 +191,11 @@ class MirrorPipeline:
         abortably(heartbeat.abort, self.store.check_bucket)
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
             source = workspace.resumable_file(f"source.{_extension(item.container)}")
+            out = workspace.fresh_directory("out")  # only the download resumes
             # Planning first: an item with nothing to mirror fails before any download.
-            self._plan(item, workspace.file("out"), source)
+            self._plan(item, out, source)
             # Jellyfin's trickplay tiles, if it made them; else (None) ffmpeg makes them.
-            copied = self._copy_trickplay(item, workspace.file("out"), heartbeat.abort)
+            copied = self._copy_trickplay(item, out, heartbeat.abort)
             item = replace(item, trickplay=item.trickplay if copied else None)
             already = source.stat().st_size if source.exists() else 0
             workspace.require_space(item.size, already, self.free_space_reserve)
@@ -205,7 +206,7 @@ class MirrorPipeline:
             download = partial(self._download, lease, item, growing, phases, stop)
             with BackgroundCall(download, stop, name="download") as downloading:
                 # Map from the file itself (Jellyfin numbers sidecars first), check its list.
-                plan, fed = self._plan_from_file(item, workspace.file("out"), growing, stop)
+                plan, fed = self._plan_from_file(item, out, growing, stop)
                 uploads, audio_entries, stereo = self._uploads(lease.job.item_id, plan)
                 # A killed attempt's unfinished uploads of these keys go before ours begin.
                 keys = [upload.key for upload in [*uploads, *stereo]]

@@ -34,6 +34,18 @@ def test_a_new_attempt_finds_the_partial_file_of_a_dead_one(tmp_path: Path) -> N
         assert workspace.file("source.mkv").stat().st_size == 100
 
 
+def test_a_new_attempt_starts_without_the_outputs_of_a_dead_one(tmp_path: Path) -> None:
+    leftover = tmp_path / ITEM
+    (leftover / "out" / "sub").mkdir(parents=True)
+    (leftover / "out" / "video.mp4").write_bytes(b"the dead ffmpeg's half")
+    (leftover / "source.mkv").write_bytes(b"x" * 100)
+    with Workspace.acquire(tmp_path, ITEM) as workspace:
+        source = workspace.resumable_file("source.mkv")
+        out = workspace.fresh_directory("out")
+        assert out.is_dir() and list(out.iterdir()) == []
+        assert source.stat().st_size == 100  # the download still resumes
+
+
 def test_free_space_check_says_how_much_is_missing(tmp_path: Path) -> None:
     free = shutil.disk_usage(tmp_path).free
     with Workspace.acquire(tmp_path, ITEM) as workspace:
