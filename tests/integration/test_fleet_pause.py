@@ -183,7 +183,8 @@ def test_pause_releases_a_running_job_without_using_an_attempt_and_resume_finish
         wait_for(lambda: status(repo, ITEMS[0]) == "new", "the release")  # beats every 0.1 s
         job = repo.get(job_id)
         assert (job.attempts, job.worker_id, job.lease_token) == (0, None, None)
-        assert outcomes(repo, job_id) == ["released"]
+        # The attempt's row is written after the job's release, in its own transaction.
+        wait_for(lambda: outcomes(repo, job_id) == ["released"], "the attempt's outcome")
         time.sleep(0.5)  # five polls of the worker: it must not claim while paused
         assert status(repo, ITEMS[0]) == "new" and len(pipeline.started) == 1
 
