@@ -59,21 +59,19 @@ class Workspace:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    def fresh_directory(self, name: str) -> Path:
-        """An empty `name` directory: what an attempt killed on this host left there
-        (kill -9 runs no clean-up) is removed. Its outputs must not be read as this
-        attempt's: an uploader following a half-written file of the dead ffmpeg reads
-        bytes the new one then overwrites (S3 refused such a part: BadDigest)."""
-        path = self.file(name)
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir()
-        return path
-
     def resumable_file(self, name: str) -> Path:
         """A file a later attempt may resume (the download): kept, with its sidecars
         (`<name>.*`), when this attempt ends without finishing the job."""
         self._resumable.add(name)
         return self.file(name)
+
+    def discard_leftovers(self) -> None:
+        """Remove all but the resumable files (declared first): what an attempt killed on
+        this host left (kill -9 runs no clean-up) is then what a transient end keeps.
+        Its outputs must not be read as this attempt's: an uploader following a dead
+        ffmpeg's half-written file reads bytes the new one then overwrites (S3 refused
+        such a part: BadDigest)."""
+        self._keep_resumable_only()
 
     def require_space(self, source_size: int | None, already_downloaded: int, reserve: int) -> None:
         """Enough free disk for the rest of the download plus the outputs, or raise."""

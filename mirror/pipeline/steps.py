@@ -191,7 +191,8 @@ class MirrorPipeline:
         abortably(heartbeat.abort, self.store.check_bucket)
         with Workspace.acquire(self.work_dir, lease.job.item_id) as workspace:
             source = workspace.resumable_file(f"source.{_extension(item.container)}")
-            out = workspace.fresh_directory("out")  # only the download resumes
+            workspace.discard_leftovers()  # only the download resumes
+            out = workspace.file("out")
             # Planning first: an item with nothing to mirror fails before any download.
             self._plan(item, out, source)
             # Jellyfin's trickplay tiles, if it made them; else (None) ffmpeg makes them.

@@ -38,12 +38,18 @@ def test_a_new_attempt_starts_without_the_outputs_of_a_dead_one(tmp_path: Path) 
     leftover = tmp_path / ITEM
     (leftover / "out" / "sub").mkdir(parents=True)
     (leftover / "out" / "video.mp4").write_bytes(b"the dead ffmpeg's half")
+    (leftover / "stray.tmp").write_bytes(b"?")
     (leftover / "source.mkv").write_bytes(b"x" * 100)
+    (leftover / "source.mkv.last-modified").write_text("Tue, 01 Dec 2026 10:00:00 GMT")
     with Workspace.acquire(tmp_path, ITEM) as workspace:
         source = workspace.resumable_file("source.mkv")
-        out = workspace.fresh_directory("out")
-        assert out.is_dir() and list(out.iterdir()) == []
-        assert source.stat().st_size == 100  # the download still resumes
+        workspace.discard_leftovers()
+        # The download and its sidecar still resume; nothing else of the dead one is left.
+        assert sorted(p.name for p in workspace.path.iterdir()) == [
+            "source.mkv",
+            "source.mkv.last-modified",
+        ]
+        assert source.stat().st_size == 100
 
 
 def test_free_space_check_says_how_much_is_missing(tmp_path: Path) -> None:
