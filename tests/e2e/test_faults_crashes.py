@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from mirror.db.attempt_log import AttemptLog
 from mirror.demo.media import SampleMedia, describe_streams
+from tests.fixtures.launcher import Launched
 from tests.fixtures.stack import FAST_FAULTS, Stack, ffmpeg_pids, mirrored_keys, phase_of
 from tests.fixtures.tcp_proxy import TcpProxy
 
@@ -59,7 +59,7 @@ def wait_phase(stack: Stack, item_id: str, phase: str, timeout: float = 60) -> N
     stack.wait_for(lambda: phase_of(stack, item_id) == phase, timeout, f"phase {phase}")
 
 
-def stop(process: subprocess.Popen[str]) -> None:
+def stop(process: Launched) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

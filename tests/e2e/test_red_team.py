@@ -16,7 +16,6 @@ import socket
 import ssl
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,8 @@ import pytest
 from mirror.db.engine import make_engine
 from mirror.db.repository import JobRepository
 from mirror.domain.jobs import Mirrored
+from tests.fixtures import launcher
+from tests.fixtures.launcher import Launched
 from tests.fixtures.s3 import S3Target
 
 PASSWORD = "red team password 2026"
@@ -43,14 +44,15 @@ PREFIX = "mirror"
 class Served:
     url: str
     log: Path
-    process: subprocess.Popen[str]
+    process: Launched
 
 
 @pytest.fixture
 def serve(
     database_url: str, s3: S3Target, tmp_path: Path
 ) -> Iterator[Callable[..., contextlib.AbstractContextManager[Served]]]:
-    """Start `mirror serve` as a user would (MIRROR_* variables only); stopped at the end."""
+    """Start `mirror serve` as a user would (MIRROR_* variables only), in a process of its
+    own forked from tests/fixtures/launcher.py's preloaded server; stopped at the end."""
 
     @contextlib.contextmanager
     def start(**env: str) -> Iterator[Served]:
@@ -69,14 +71,7 @@ def serve(
             PYTHONUNBUFFERED="1",
             **env,
         )
-        with log.open("w") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=environment,
-            )
+        process = launcher.launch(["serve", "--port", "0"], environment, log)
         try:
             deadline = time.monotonic() + 30
             while not (found := re.search(r"serving on (http://\S+:\d+)", log.read_text())):

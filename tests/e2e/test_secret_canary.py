@@ -13,8 +13,6 @@ import json
 import re
 import secrets
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +26,7 @@ from sqlalchemy.engine import make_url
 from mirror.demo.media import SampleMedia
 from mirror.demo.seaweedfs import SeaweedServer
 from mirror.demo.stand_in.server import JellyfinStandIn
+from tests.fixtures import launcher
 from tests.fixtures.s3 import DUMMY_KEY, S3Target
 from tests.fixtures.stack import FAST_FAULTS, Stack
 
@@ -97,13 +96,7 @@ def stored_text(stack: Stack) -> str:
 
 def serve_answers(stack: Stack, log_path: Path) -> list[str]:
     """Start `mirror serve`, ask it everything a stranger and Jellyfin would; the answers."""
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "mirror.cli", "serve", "--port", "0"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=stack.env(),
-        )
+    server = launcher.launch(["serve", "--port", "0"], stack.env(), log_path)
     try:
         match = stack.wait_for(
             lambda: re.search(r"serving on (http://\S+:\d+)", log_path.read_text()), 30, "serve"

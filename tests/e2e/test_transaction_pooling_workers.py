@@ -5,7 +5,6 @@ across workers, and a paused slot holder losing both its job and its slot."""
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
 from sqlalchemy import text
@@ -13,6 +12,7 @@ from sqlalchemy import text
 from mirror.db.attempt_log import AttemptLog
 from mirror.demo.media import SampleMedia
 from mirror.demo.stand_in.server import most_at_once
+from tests.fixtures.launcher import Launched
 from tests.fixtures.pgbouncer import StartPgBouncer
 from tests.fixtures.stack import FAST_FAULTS, Stack, mirrored_keys, phase_of
 
@@ -70,7 +70,7 @@ def test_two_workers_behind_transaction_pooling_mirror_everything_one_download_a
         assert conn.execute(text("SELECT count(*) FROM media_mirror.download_slots")).scalar() == 0
 
 
-def stop(process: subprocess.Popen[str]) -> None:
+def stop(process: Launched) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)

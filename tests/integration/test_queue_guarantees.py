@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 import uuid
@@ -15,6 +14,7 @@ from mirror.db.repository import JobRepository
 from mirror.domain.jobs import Fence, Mirrored
 from mirror.domain.progress import Progress
 from mirror.runner.heartbeat import Heartbeat
+from tests.fixtures import launcher
 
 
 def test_live_job_longer_than_stale_timeout_is_never_reclaimed(
@@ -124,8 +124,7 @@ def test_eight_processes_claim_each_of_600_jobs_exactly_once(
     repo.enqueue([uuid.uuid4().hex for _ in range(600)])  # ~75 claims per process
     # Eight fresh interpreters, forked from one that imported this module once: spawned,
     # each paid the imports (~1.5 CPU-s) for its ~75 claims.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    context = launcher.forkserver(__name__)
     with context.Manager() as manager:
         start = manager.Event()
         with context.Pool(8) as pool:
