@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from mirror.demo.stand_in.server import JellyfinStandIn
+from tests.fixtures import launcher
 
 # Each test starts `mirror` processes: with the e2e tests, out of `make test-fast`.
 pytestmark = pytest.mark.e2e
@@ -18,19 +19,18 @@ pytestmark = pytest.mark.e2e
 def run_mirror(
     *args: str, database_url: str | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m mirror.cli <args>` as a process, with only the MIRROR_* given."""
+    """`mirror <args>` as a process of its own, with only the MIRROR_* given: forked from
+    tests/fixtures/launcher.py's preloaded server (the start of a fresh interpreter is
+    test_debug_is_documented_in_help's)."""
+    return launcher.run(args, _environment(database_url, **env), timeout=60)
+
+
+def _environment(database_url: str | None, **env: str) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MIRROR_")}
     if database_url is not None:
         environment["MIRROR_DATABASE_URL"] = database_url
     environment.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "mirror.cli", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=60,
-        check=False,
-    )
+    return environment
 
 
 # botocore refuses this region when the worker builds its S3 client: an error no mirror
@@ -66,8 +66,13 @@ def test_the_traceback_comes_with_debug_or_debug_log_level(
 
 
 def test_debug_is_documented_in_help() -> None:
-    result = run_mirror("--help")
+    """A fresh interpreter's `python -m mirror.cli`, as the other tests' forks are not."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mirror.cli", "--help"],
+        capture_output=True, text=True, env=_environment(None), timeout=60, check=False,
+    )  # fmt: skip
     assert result.returncode == 0 and "--debug" in result.stdout
+    assert "python -m mirror.cli" in result.stdout  # its usage line names how it started
 
 
 def test_help_reflows_the_docstrings_paragraphs_to_the_terminal() -> None:
