@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -14,6 +12,7 @@ from mirror.domain.durations import format_rate_limit, parse_rate
 from mirror.domain.errors import ConfigError
 from mirror.jellyfin.throttle import TokenBucket
 from mirror.settings import load_settings
+from tests.fixtures.stack import mirror_in_process
 
 
 @pytest.fixture(autouse=True)
@@ -100,14 +99,7 @@ def test_a_bad_value_is_one_line_naming_the_variable(
 def test_mirror_worker_exits_2_with_one_line_on_a_bad_rate() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MIRROR_")}
     env["MIRROR_DOWNLOAD_RATE_LIMIT"] = "lots"
-    result = subprocess.run(
-        [sys.executable, "-m", "mirror.cli", "worker", "--burst"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    result = mirror_in_process(["worker", "--burst"], env)  # refused before any service
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "MIRROR_DOWNLOAD_RATE_LIMIT" in lines[0], result.stderr
