@@ -44,6 +44,8 @@ TIMING = {
     "test_a_flood_of_wrong_passwords_leaves_healthz_and_the_webhook_fast",
     # Behind PgBouncer: stale 3 s, and the paused holder's slot lease is as long.
     "test_a_paused_slot_holder_behind_transaction_pooling_loses_its_job_and_its_slot",
+    # A part in S3 within 0.8 of a throttled 10 s download (seen 8.002 s once in CI).
+    "test_first_part_reaches_s3_while_the_download_is_still_under_way",
 }
 # Tests that run many processes at once but time nothing tightly: one after another on a
 # second worker, beside the timing chain rather than at its end.
