@@ -3,7 +3,6 @@ unless asked for (--debug or MIRROR_LOG_LEVEL=DEBUG)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -26,11 +25,9 @@ def run_mirror(
 
 
 def _environment(database_url: str | None, **env: str) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MIRROR_")}
     if database_url is not None:
-        environment["MIRROR_DATABASE_URL"] = database_url
-    environment.update(env)
-    return environment
+        env = {"MIRROR_DATABASE_URL": database_url, **env}
+    return launcher.shell_environment(**env)
 
 
 # botocore refuses this region when the worker builds its S3 client: an error no mirror

@@ -17,22 +17,16 @@ from tests.fixtures.stack import Stack
 pytestmark = pytest.mark.e2e
 
 
-def _clean_environment(**extra: str) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("MIRROR_")}
-    environment.update(extra)
-    return environment
-
-
 def test_a_launched_process_sees_only_the_environment_it_is_given(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A database URL set in the test's own process is not inherited: the command
     refuses to start without one, as a fresh `mirror` would."""
     monkeypatch.setenv("MIRROR_DATABASE_URL", database_url)
-    result = launcher.run(["jobs"], _clean_environment(), timeout=60)
+    result = launcher.run(["jobs"], launcher.shell_environment(), timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "MIRROR_DATABASE_URL" in result.stderr
-    given = launcher.run(["jobs"], _clean_environment(MIRROR_DATABASE_URL=database_url), 60)
+    given = launcher.run(["jobs"], launcher.shell_environment(MIRROR_DATABASE_URL=database_url), 60)
     assert given.returncode == 0, given.stderr
 
 
@@ -51,6 +45,6 @@ def test_a_launched_worker_is_its_own_process_and_dies_by_kill_9(stack: Stack) -
 
 
 def test_usage_lines_name_the_installed_command() -> None:
-    result = launcher.run(["--help"], _clean_environment(COLUMNS="120"), timeout=60)
+    result = launcher.run(["--help"], launcher.shell_environment(COLUMNS="120"), timeout=60)
     assert result.returncode == 0, result.stderr
     assert "Usage: mirror " in result.stdout

@@ -122,8 +122,8 @@ def test_eight_processes_claim_each_of_600_jobs_exactly_once(
     database_url: str, engine: Engine, repo: JobRepository
 ) -> None:
     repo.enqueue([uuid.uuid4().hex for _ in range(600)])  # ~75 claims per process
-    # Eight fresh interpreters, forked from one that imported this module once: spawned,
-    # each paid the imports (~1.5 CPU-s) for its ~75 claims.
+    # Eight processes forked from one that imported this module once (spawned as fresh
+    # interpreters, each paid the imports, ~1.5 CPU-s, for its ~75 claims).
     context = launcher.forkserver(__name__)
     with context.Manager() as manager:
         start = manager.Event()
